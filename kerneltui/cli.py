@@ -1,0 +1,61 @@
+"""The `kerneltui` command: one subcommand per module, each imported only when it runs.
+
+Every subcommand module exposes ``HELP``, ``add_arguments(parser)`` and
+``run(args) -> int``; heavy imports (pandas, textual, torch) live inside ``run``
+so that ``kerneltui --help`` and a bad path answer at once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from kerneltui import __version__
+from kerneltui.errors import UserError
+
+SUBCOMMANDS = {
+    "summary": "kerneltui.commands.summary",
+    "open": "kerneltui.commands.open",
+    "diff": "kerneltui.commands.diff",
+    "capture": "kerneltui.capture.command",
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="kerneltui",
+        description="Which GPU kernels a PyTorch workload ran, and what torch.compile changed.",
+    )
+    parser.add_argument("--version", action="version", version=f"kerneltui {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, module_name in SUBCOMMANDS.items():
+        module = importlib.import_module(module_name)
+        sub = subparsers.add_parser(name, help=module.HELP, description=module.HELP)
+        module.add_arguments(sub)
+        sub.set_defaults(_module=module)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # `kerneltui TRACE` is short for `kerneltui open TRACE`.
+    if argv and not argv[0].startswith("-") and argv[0] not in SUBCOMMANDS:
+        argv.insert(0, "open")
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 2
+    try:
+        return int(args._module.run(args) or 0)
+    except UserError as exc:
+        print(f"kerneltui: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("kerneltui: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        # `kerneltui summary ... | head` closes the pipe early; that is not an error.
+        sys.stderr.close()
+        return 0
