@@ -1,0 +1,111 @@
+"""One mode of one workload under torch.profiler: warm-up (and compile) first, then the profiled calls."""
+
+from __future__ import annotations
+
+import time
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+from torch.profiler import ProfilerActivity, profile, schedule
+
+from kerneltui.capture.workload import user_code
+
+
+@dataclass(frozen=True)
+class Settings:
+    warmup: int
+    steps: int
+    compile_mode: str
+    with_stack: bool
+    profile_memory: bool
+
+
+@dataclass(frozen=True)
+class ModeRun:
+    compile_seconds: float | None  # first compiled call, which includes compiling; None in eager
+    first_call_seconds: float
+    kernels: int  # GPU work in the profiled calls, from key_averages() (all calls together)
+    gpu_us: float
+
+
+def _synchronize() -> None:
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+
+
+def _call(fn: Callable[..., Any], inputs: tuple, where: str) -> None:
+    with user_code(where):
+        fn(*inputs)
+
+
+def prepare(fn: Callable[..., Any], mode: str, compile_mode: str) -> Callable[..., Any]:
+    if mode == "eager":
+        return fn
+    # Forget graphs compiled for an earlier sweep point: a second shape would otherwise
+    # make Dynamo recompile with dynamic shapes, a different kernel from a fresh compile.
+    torch._dynamo.reset()
+    return torch.compile(fn, mode=None if compile_mode == "default" else compile_mode)
+
+
+def run_mode(
+    fn: Callable[..., Any],
+    inputs: tuple,
+    mode: str,
+    settings: Settings,
+    export_to: Path,
+    progress: Callable[[str], None],
+) -> ModeRun:
+    """Warms up (never profiled), profiles `settings.steps` calls, exports the Chrome trace to `export_to`."""
+    call = prepare(fn, mode, settings.compile_mode)
+    progress("compiling (first call)" if mode == "compiled" else "warming up")
+    start = time.perf_counter()
+    _call(call, inputs, f"the first {mode} call")
+    _synchronize()
+    first_call_seconds = time.perf_counter() - start
+    for i in range(1, settings.warmup):
+        progress(f"warm-up call {i + 1}/{settings.warmup}")
+        _call(call, inputs, f"{mode} warm-up call {i + 1}")
+    _synchronize()  # warm-up kernels must not run into the profiled window
+
+    activities = [ProfilerActivity.CPU]
+    if torch.cuda.is_available():
+        activities.append(ProfilerActivity.CUDA)
+    with warnings.catch_warnings():
+        # Its warm-up advice is for schedules without one; ours ran just above, unprofiled.
+        warnings.filterwarnings("ignore", message="Profiler won't be using warmup")
+        steps = schedule(wait=0, warmup=0, active=settings.steps, repeat=1)
+    with profile(
+        activities=activities,
+        record_shapes=True,
+        with_stack=settings.with_stack,
+        profile_memory=settings.profile_memory,
+        schedule=steps,
+    ) as prof:
+        for i in range(settings.steps):
+            progress(f"profiling call {i + 1}/{settings.steps}")
+            _call(call, inputs, f"profiled {mode} call {i + 1}")
+            if i == settings.steps - 1:
+                _synchronize()  # the last step's prof.step() closes the profile: GPU work must be done
+            prof.step()  # ends ProfilerStep#i: the viewers count kernels per call from these
+    progress("exporting the trace")
+    prof.export_chrome_trace(str(export_to))
+    kernels, gpu_us = _gpu_work(prof)
+    return ModeRun(
+        compile_seconds=first_call_seconds if mode == "compiled" else None,
+        first_call_seconds=first_call_seconds,
+        kernels=kernels,
+        gpu_us=gpu_us,
+    )
+
+
+def _gpu_work(prof: profile) -> tuple[int, float]:
+    """Kernels, copies and memsets, and their summed time: torch's device rows without annotation spans."""
+    rows = [
+        row
+        for row in prof.key_averages()
+        if row.device_type != torch.autograd.DeviceType.CPU and not row.is_user_annotation
+    ]
+    return sum(row.count for row in rows), float(sum(row.self_device_time_total for row in rows))

@@ -1,0 +1,158 @@
+"""The workload contract: a Python file defining `workload(**params)` that returns `(fn, inputs)`.
+
+    def workload(n: int = 1_000_000, device: str = "cuda"):
+        a, b = torch.randn(n, device=device), torch.randn(n, device=device)
+        return add_relu, (a, b)
+
+Every parameter is a `-p NAME=VALUE` option; `device` is filled in with "cuda" or "cpu".
+Eager mode calls `fn(*inputs)`, compiled mode `torch.compile(fn)(*inputs)`. See docs/capture.md.
+"""
+
+from __future__ import annotations
+
+import importlib.machinery
+import importlib.util
+import inspect
+import re
+import sys
+import traceback
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from kerneltui.capture.params import Value
+from kerneltui.errors import UserError
+
+HOW_TO = (
+    'add `def workload(n: int = 1_000_000, device: str = "cuda"):` that builds the inputs '
+    "and ends with `return fn, (inputs...)` (see docs/capture.md)"
+)
+_PACKAGE_DIR = str(Path(__file__).resolve().parents[1])
+
+
+class UserCodeError(Exception):
+    """The user's code raised; `where` says what it was doing (loading the file, calling fn...)."""
+
+    def __init__(self, where: str, error: Exception):
+        super().__init__(f"{where}: {type(error).__name__}: {error}")
+        self.where = where
+        self.error = error
+
+
+@contextmanager
+def user_code(where: str) -> Iterator[None]:
+    """Marks a call into the user's code, so that what it raises is shown as theirs, not ours."""
+    try:
+        yield
+    except Exception as exc:
+        raise UserCodeError(where, exc) from exc
+
+
+@dataclass(frozen=True)
+class WorkloadFile:
+    path: Path
+    name: str  # the file's stem: names the traces
+    factory: Callable[..., Any]
+    parameters: tuple[str, ...]  # in signature order
+    defaults: dict[str, Any]
+    takes_any: bool  # workload(**kwargs)
+
+
+def load(path: str) -> WorkloadFile:
+    """Imports the file as a module (its `if __name__ == "__main__"` block does not run)."""
+    file = Path(path)
+    if not file.is_file():
+        raise UserError(f"no such workload file: {path}")
+    module_name = "kerneltui_workload_" + re.sub(r"\W", "_", file.stem)
+    loader = importlib.machinery.SourceFileLoader(module_name, str(file))
+    spec = importlib.util.spec_from_loader(module_name, loader)
+    module = importlib.util.module_from_spec(spec)
+    # Registered and importable like a script's own module: torch.compile looks functions'
+    # modules up by name, and the file may import its neighbours.
+    sys.modules[module_name] = module
+    if str(file.resolve().parent) not in sys.path:
+        sys.path.insert(0, str(file.resolve().parent))
+    with user_code(f"loading {path}"):
+        loader.exec_module(module)
+    factory = getattr(module, "workload", None)
+    if factory is None:
+        raise UserError(f"{path} defines no workload(): {HOW_TO}")
+    if not inspect.isfunction(factory):
+        raise UserError(f"{path}: workload is a {type(factory).__name__}, not a function: {HOW_TO}")
+    signature = inspect.signature(factory)
+    named = [p for p in signature.parameters.values() if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    if any(p.kind == p.POSITIONAL_ONLY for p in named):
+        raise UserError(f"{path}: workload() takes positional-only parameters; kerneltui passes them by name")
+    return WorkloadFile(
+        path=file,
+        name=file.stem,
+        factory=factory,
+        parameters=tuple(p.name for p in named),
+        defaults={p.name: p.default for p in named if p.default is not p.empty},
+        takes_any=any(p.kind == p.VAR_KEYWORD for p in signature.parameters.values()),
+    )
+
+
+def resolve(workload: WorkloadFile, given: dict[str, Value], device: str) -> dict[str, Any]:
+    """The full keyword arguments of one workload() call: defaults, then -p values, then the device."""
+    known = workload.parameters
+    unknown = [name for name in given if name not in known]
+    if unknown and not workload.takes_any:
+        listed = ", ".join(known) or "none"
+        raise UserError(f"{workload.path}: workload() has no parameter {unknown[0]!r} (its parameters: {listed})")
+    params = {name: workload.defaults[name] for name in known if name in workload.defaults}
+    if "device" in known and "device" not in given:
+        params["device"] = device
+    for name, value in given.items():
+        default = workload.defaults.get(name)
+        # `-p lr=1` for `lr: float = 1e-3`: the workload expects a float.
+        params[name] = float(value) if isinstance(default, float) and type(value) is int else value
+    missing = [name for name in known if name not in params]
+    if missing:
+        raise UserError(
+            f"{workload.path}: workload() parameter {missing[0]!r} has no default: "
+            f"pass -p {missing[0]}=VALUE or give it a default"
+        )
+    return {name: params[name] for name in (*known, *unknown)}
+
+
+def build(workload: WorkloadFile, params: dict[str, Any]) -> tuple[Callable[..., Any], tuple]:
+    """Calls workload(**params): the (fn, inputs) to run, checked against the contract."""
+    with user_code("building the workload"):
+        built = workload.factory(**params)
+    if callable(built):
+        return built, ()
+    if isinstance(built, (tuple, list)) and len(built) == 2 and callable(built[0]):
+        fn, inputs = built
+        if isinstance(inputs, (tuple, list)):
+            return fn, tuple(inputs)
+        raise UserError(
+            f"{workload.path}: workload() returned inputs of type {type(inputs).__name__}; "
+            "make them a tuple: `return fn, (x,)`"
+        )
+    raise UserError(
+        f"{workload.path}: workload() returned {type(built).__name__}; it must return `fn, (inputs...)`, "
+        "e.g. `return add_relu, (a, b)`, or a function that takes no inputs"
+    )
+
+
+def _is_ours(filename: str) -> bool:
+    torch = sys.modules.get("torch")
+    torch_dir = str(Path(torch.__file__).parent) if torch and torch.__file__ else None
+    return (
+        filename.startswith(_PACKAGE_DIR)
+        or filename.startswith("<frozen ")
+        or bool(torch_dir and filename.startswith(torch_dir))
+    )
+
+
+def user_traceback(error: BaseException) -> str:
+    """The traceback as `python model.py` would print it: starting at the user's own frames."""
+    report = traceback.TracebackException.from_exception(error)
+    frames = list(report.stack)
+    first = next((i for i, frame in enumerate(frames) if not _is_ours(frame.filename)), len(frames))
+    # With no frame of theirs (a torch.compile failure), torch's frames are the only clue: keep them.
+    if first < len(frames) or isinstance(error, SyntaxError):
+        report.stack = traceback.StackSummary.from_list(frames[first:])
+    return "".join(report.format())

@@ -1,0 +1,109 @@
+"""A trace file as a stream of byte blocks: plain or gzip (by magic bytes, not name).
+
+Gzip is inflated in a background thread: zlib releases the GIL while inflating,
+so decompression overlaps with decoding on a second core.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import threading
+import zlib
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from kerneltui.errors import TraceError
+
+try:  # ISA-L inflates ~3x faster than zlib when installed (extra `fast-gzip`).
+    from isal import isal_zlib as _zlib
+except ImportError:  # pragma: no cover - depends on the environment
+    _zlib = zlib
+
+_INFLATE_ERRORS = (zlib.error, getattr(_zlib, "error", zlib.error), OSError)
+GZIP_MAGIC = b"\x1f\x8b"
+BLOCK = 16 << 20
+_DONE = object()
+
+
+class BlockStream:
+    """Iterate blocks; afterwards ``cut_short`` says whether a gzip stream ended early."""
+
+    def __init__(self, path: str | os.PathLike, progress: Callable[[float], None] | None = None):
+        self.path = Path(path)
+        self.progress = progress or (lambda fraction: None)
+        try:
+            if self.path.is_dir():
+                raise TraceError(f"{self.path} is a directory, not a trace file")
+            self.file_bytes = self.path.stat().st_size
+            with open(self.path, "rb") as f:
+                self.compressed = f.read(2) == GZIP_MAGIC
+        except FileNotFoundError:
+            raise TraceError(f"{self.path}: no such file") from None
+        except PermissionError:
+            raise TraceError(f"{self.path}: permission denied") from None
+        if self.file_bytes == 0:
+            raise TraceError(f"{self.path} is empty (0 bytes): not a trace")
+        self.cut_short = False
+
+    def __iter__(self) -> Iterator[bytes]:
+        return self._inflated() if self.compressed else self._plain()
+
+    def _plain(self) -> Iterator[bytes]:
+        done = 0
+        with open(self.path, "rb") as f:
+            while block := f.read(BLOCK):
+                done += len(block)
+                self.progress(done / self.file_bytes)
+                yield block
+
+    def _inflated(self) -> Iterator[bytes]:
+        blocks: queue.Queue = queue.Queue(maxsize=4)
+        stop = threading.Event()
+        worker = threading.Thread(target=self._inflate_into, args=(blocks, stop), daemon=True)
+        worker.start()
+        try:
+            while (item := blocks.get()) is not _DONE:
+                if isinstance(item, BaseException):
+                    raise item
+                yield item
+        finally:
+            stop.set()
+            while worker.is_alive():  # unblock a producer waiting on a full queue
+                try:
+                    blocks.get_nowait()
+                except queue.Empty:
+                    worker.join(0.01)
+
+    def _inflate_into(self, blocks: queue.Queue, stop: threading.Event) -> None:
+        try:
+            for block in self._inflate():
+                if stop.is_set():
+                    return
+                blocks.put(block)
+        except BaseException as exc:  # handed to the reading thread
+            blocks.put(exc)
+        blocks.put(_DONE)
+
+    def _inflate(self) -> Iterator[bytes]:
+        inflater = _zlib.decompressobj(wbits=31)
+        done = 0
+        with open(self.path, "rb") as f:
+            while compressed := f.read(BLOCK // 8):
+                done += len(compressed)
+                try:
+                    out = inflater.decompress(compressed)
+                    # concatenated gzip members are one stream to gzip(1)
+                    while inflater.eof and inflater.unused_data:
+                        rest = inflater.unused_data
+                        inflater = _zlib.decompressobj(wbits=31)
+                        out += inflater.decompress(rest)
+                except _INFLATE_ERRORS as exc:
+                    raise TraceError(f"{self.path}: corrupt gzip data ({exc})") from None
+                self.progress(done / self.file_bytes)
+                if out:
+                    yield out
+        tail = inflater.flush()
+        if tail:
+            yield tail
+        self.cut_short = not inflater.eof

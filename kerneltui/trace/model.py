@@ -1,0 +1,149 @@
+"""The Trace: columnar events plus the derived tables everything else reads.
+
+Derived tables are computed on first use and then never mutated, so a Trace can
+be built in a worker thread and handed to the UI thread as is.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+from functools import cached_property
+
+import numpy as np
+import orjson
+import pandas as pd
+
+from kerneltui.trace.iterations import Iterations, find_iterations
+from kerneltui.trace.link import OpStack, gpu_table
+from kerneltui.trace.load import RawTrace, read_trace
+from kerneltui.trace.schema import GPU_WORK, Kind, TraceMeta
+
+STACK_KINDS = (Kind.CPU_OP, Kind.ANNOTATION, Kind.RUNTIME, Kind.DRIVER)
+
+
+class Trace:
+    def __init__(self, raw: RawTrace, meta: TraceMeta):
+        self.meta = meta
+        self.names: list[str] = raw.names
+        self.events = pd.DataFrame(raw.columns, copy=False)
+        self.shapes_blob = raw.shapes_blob
+        self.lanes = _lanes(raw)
+        self._names_array = np.array(raw.names + [""], dtype=object)
+        self._stacks: dict[int, OpStack | None] = {}
+        self._lock = threading.Lock()
+
+    # -- names -------------------------------------------------------------
+    def name(self, code: int) -> str:
+        return self.names[code] if code >= 0 else ""
+
+    def names_of(self, codes: np.ndarray) -> np.ndarray:
+        return self._names_array[codes]
+
+    # -- derived tables ----------------------------------------------------
+    @cached_property
+    def gpu(self) -> pd.DataFrame:
+        """GPU work (kernels, memcpy, memset) in time order, linked to launch and op."""
+        table = gpu_table(self.events, self.names, self.lanes, self.op_stack)
+        its = self.iterations
+        table["iteration"] = its.assign(table["launch_ts"].to_numpy())
+        table["step"] = its.step_numbers(table["launch_ts"].to_numpy())
+        return table
+
+    @cached_property
+    def iterations(self) -> Iterations:
+        """Steps, or profiled calls, that the trace repeats (see iterations.py)."""
+        return find_iterations(self)
+
+    @cached_property
+    def window(self) -> tuple[int, int]:
+        """The profiled window in ns: the profiler's own span, else first to last event."""
+        ev = self.events
+        span = ev.index[ev["kind"] == Kind.SPAN]
+        if len(span):
+            start = int(ev["ts"].iloc[span].min())
+            return start, int((ev["ts"].iloc[span] + ev["dur"].iloc[span]).max())
+        timed = ev[ev["kind"] != Kind.INSTANT]
+        if not len(timed):
+            return 0, 0
+        return int(timed["ts"].min()), int((timed["ts"] + timed["dur"]).max())
+
+    def op_stack(self, lane: int) -> OpStack | None:
+        """The nested op stack of one CPU thread (None for a lane with no ops)."""
+        with self._lock:
+            if lane not in self._stacks:
+                ev = self.events
+                mask = (ev["lane"].to_numpy() == lane) & np.isin(ev["kind"].to_numpy(), STACK_KINDS)
+                rows = np.flatnonzero(mask)
+                ts = ev["ts"].to_numpy()[rows]
+                self._stacks[lane] = (
+                    OpStack(rows, ts, ts + ev["dur"].to_numpy()[rows], ev["kind"].to_numpy()[rows]) if len(rows) else None
+                )
+            return self._stacks[lane]
+
+    def cpu_lanes(self) -> list[int]:
+        kinds = self.events["kind"].to_numpy()
+        lanes = self.events["lane"].to_numpy()[np.isin(kinds, (Kind.CPU_OP, Kind.ANNOTATION))]
+        return [int(x) for x in np.unique(lanes)]
+
+    def top_level_ops(self) -> np.ndarray:
+        """Rows of cpu_ops that no other cpu_op encloses, on every thread, in time order."""
+        rows = [stack.top_level_ops() for lane in self.cpu_lanes() if (stack := self.op_stack(lane))]
+        rows = np.concatenate(rows) if rows else np.empty(0, np.int64)
+        return rows[np.argsort(self.events["ts"].to_numpy()[rows], kind="stable")]
+
+    # -- per-event details -------------------------------------------------
+    def ancestors(self, launch_row: int) -> list[int]:
+        """The op stack around a launch (outermost first), launch itself excluded."""
+        if launch_row < 0:
+            return []
+        lane = int(self.events["lane"].iat[launch_row])
+        stack = self.op_stack(lane)
+        if stack is None:
+            return []
+        t = int(self.events["ts"].iat[launch_row])
+        return [int(r) for r in stack.enclosing(t) if r != launch_row]
+
+    def shapes(self, row: int) -> dict | None:
+        """record_shapes of an op: {"dims": [...], "types": [...]}, or None."""
+        at = int(self.events["shapes_at"].iat[row]) if row >= 0 else -1
+        if at < 0:
+            return None
+        return orjson.loads(self.shapes_blob[at : at + int(self.events["shapes_len"].iat[row])])
+
+    @property
+    def gpu_work_count(self) -> int:
+        return int(np.isin(self.events["kind"].to_numpy(), GPU_WORK).sum())
+
+
+def _lanes(raw: RawTrace) -> pd.DataFrame:
+    """One row per (pid, tid): its process label and thread name from the metadata events."""
+    process_label: dict = {}
+    process_name: dict = {}
+    thread_name: dict = {}
+    for name, pid, tid, value, labels, _ in raw.metadata:
+        if name == "process_labels":
+            process_label[pid] = labels
+        elif name == "process_name":
+            process_name[pid] = value
+        elif name == "thread_name":
+            thread_name[(pid, tid)] = value.strip()
+    rows = []
+    for lane, (pid, tid) in enumerate(raw.lanes):
+        rows.append(
+            {
+                "lane": lane,
+                "pid": pid,
+                "tid": tid,
+                "process": process_label.get(pid) or process_name.get(pid, ""),
+                "thread": thread_name.get((pid, tid), ""),
+            }
+        )
+    return pd.DataFrame(rows, columns=["lane", "pid", "tid", "process", "thread"])
+
+
+def load_trace(path: str | os.PathLike, progress: Callable[[float], None] | None = None) -> Trace:
+    """Read a trace file (.json or .json.gz, by content) into a Trace. Raises TraceError."""
+    raw, meta = read_trace(path, progress)
+    return Trace(raw, meta)

@@ -1,0 +1,132 @@
+"""What the engine keeps of a trace: event kinds, column names, and the trace's metadata."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import IntEnum
+
+
+class Kind(IntEnum):
+    """What an event is, decided once at load time from its phase and category."""
+
+    KERNEL = 0
+    MEMCPY = 1
+    MEMSET = 2
+    CPU_OP = 3
+    ANNOTATION = 4  # user_annotation: ProfilerStep#N, record_function, ## Call CompiledFxGraph ##
+    PYTHON = 5  # python_function (with_stack)
+    RUNTIME = 6  # cuda_runtime (and hip runtime)
+    DRIVER = 7  # cuda_driver
+    GPU_ANNOTATION = 8  # synthetic span Kineto draws on the GPU for an annotation
+    OVERHEAD = 9  # profiler's own cost, pid -1
+    MEMORY = 10  # [memory] allocator instant events
+    INSTANT = 11  # other instant events
+    SPAN = 12  # the profiler's own window ("PyTorch Profiler (0)", cat Trace)
+    OTHER = 13  # anything else with a duration
+
+
+GPU_WORK = (Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET)
+LAUNCH_API = (Kind.RUNTIME, Kind.DRIVER)
+KIND_LABEL = {
+    Kind.KERNEL: "kernel",
+    Kind.MEMCPY: "memcpy",
+    Kind.MEMSET: "memset",
+    Kind.CPU_OP: "cpu_op",
+    Kind.ANNOTATION: "annotation",
+    Kind.PYTHON: "python",
+    Kind.RUNTIME: "runtime",
+    Kind.DRIVER: "driver",
+    Kind.GPU_ANNOTATION: "gpu_annotation",
+    Kind.OVERHEAD: "overhead",
+    Kind.MEMORY: "memory",
+    Kind.INSTANT: "instant",
+    Kind.SPAN: "span",
+    Kind.OTHER: "other",
+}
+
+# Categories as Kineto writes them, and as older Kineto (torch < 1.13) and ROCm wrote them.
+KIND_BY_CATEGORY = {
+    "kernel": Kind.KERNEL,
+    "gpu_memcpy": Kind.MEMCPY,
+    "memcpy": Kind.MEMCPY,
+    "gpu_memset": Kind.MEMSET,
+    "memset": Kind.MEMSET,
+    "cpu_op": Kind.CPU_OP,
+    "operator": Kind.CPU_OP,
+    "user_annotation": Kind.ANNOTATION,
+    "python_function": Kind.PYTHON,
+    "cuda_runtime": Kind.RUNTIME,
+    "runtime": Kind.RUNTIME,
+    "cuda_driver": Kind.DRIVER,
+    "driver": Kind.DRIVER,
+    "gpu_user_annotation": Kind.GPU_ANNOTATION,
+    "overhead": Kind.OVERHEAD,
+    "trace": Kind.SPAN,
+}
+
+# Columns of the event table (all numpy, one row per kept event; -1 = absent).
+EVENT_COLUMNS = {
+    "kind": "int8",
+    "name": "int32",  # code into Trace.names
+    "lane": "int32",  # code into Trace.lanes: one (pid, tid) pair
+    "ts": "int64",  # ns since baseTimeNanoseconds (exact)
+    "dur": "int64",  # ns
+    "external_id": "int64",
+    "correlation": "int64",
+    "device": "int16",
+    "stream": "int64",
+    "grid_x": "int32",
+    "grid_y": "int32",
+    "grid_z": "int32",
+    "block_x": "int32",
+    "block_y": "int32",
+    "block_z": "int32",
+    "registers": "int32",
+    "shared_memory": "int64",
+    "occupancy": "float32",  # est. achieved occupancy %, NaN when unknown
+    "bytes": "int64",  # memcpy/memset size; memory events: allocation delta
+    "cbid": "int32",
+    "python_id": "int64",
+    "python_parent": "int64",
+    "sequence": "int64",
+    "kernel_hash": "int32",  # code into Trace.names (Inductor's cpu_op), -1 if none
+    "shapes_at": "int64",  # offset of this op's record_shapes JSON in Trace.shapes_blob
+    "shapes_len": "int32",
+}
+
+
+@dataclass(frozen=True)
+class Device:
+    index: int
+    name: str
+    memory_bytes: int = 0
+    sm_count: int = 0
+    compute_capability: str = ""
+
+
+@dataclass(frozen=True)
+class TraceMeta:
+    """Everything about a trace that is not an event."""
+
+    path: str
+    file_bytes: int
+    compressed: bool
+    base_time_ns: int
+    devices: tuple[Device, ...]
+    producer: str  # "kineto" or "chrome-trace"
+    trace_name: str = ""
+    schema_version: int | None = None
+    record_shapes: bool = False
+    with_stack: bool = False
+    profile_memory: bool = False
+    versions: dict[str, str] = field(default_factory=dict)  # cuda driver/runtime/cupti
+    capture: dict | None = None  # settings written by `kerneltui capture`
+    truncated: bool = False
+    skipped_events: int = 0  # events that could not be read (wrong types)
+    flow_events: int = 0
+    metadata_events: int = 0
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def device_name(self) -> str:
+        return self.devices[0].name if self.devices else "unknown device"
