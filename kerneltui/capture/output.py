@@ -5,8 +5,8 @@ from __future__ import annotations
 import gzip
 import os
 import platform
+import secrets
 import socket
-import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -45,11 +45,9 @@ def environment() -> dict[str, Any]:
     }
 
 
-def scratch_file(directory: Path, final: Path, suffix: str) -> Path:
-    """An empty temporary file beside `final`: hidden, and named after it so a leftover is recognisable."""
-    fd, name = tempfile.mkstemp(dir=directory, prefix=f".{final.name}.", suffix=suffix)
-    os.close(fd)
-    return Path(name)
+def scratch_path(final: Path, suffix: str) -> Path:
+    """A new temporary name beside `final`: hidden, and named after it so a leftover is recognisable."""
+    return final.with_name(f".{final.name}.{os.getpid()}-{secrets.token_hex(4)}{suffix}")
 
 
 def write_trace(exported: Path, final: Path, capture: dict[str, Any]) -> None:
@@ -63,9 +61,10 @@ def write_trace(exported: Path, final: Path, capture: dict[str, Any]) -> None:
     data = orjson.dumps({"kerneltui": {"capture": capture}, **trace})
     if final.name.endswith(".gz"):
         data = gzip.compress(data, compresslevel=6)  # 9 is several times slower for ~3% less
-    partial = scratch_file(final.parent, final, ".partial")
+    partial = scratch_path(final, ".partial")
     try:
-        partial.write_bytes(data)
+        with open(partial, "xb") as file:  # unlike mkstemp's 0600, this honours the umask
+            file.write(data)
         os.replace(partial, final)
     finally:
         partial.unlink(missing_ok=True)

@@ -67,3 +67,8 @@ def format_value(value: Value) -> str:
 def label(params: dict[str, Value], skip: tuple[str, ...] = ("device",)) -> str:
     """`{"n": 1000000, "device": "cuda"}` -> "n1000000" (the device is in the file's metadata)."""
     return "_".join(f"{name}{format_value(value)}" for name, value in params.items() if name not in skip)
+
+
+def describe(params: dict[str, Value], skip: tuple[str, ...] = ("device",)) -> str:
+    """`{"n": 1000000, "device": "cuda"}` -> "n=1000000", for people rather than file names."""
+    return " ".join(f"{name}={value}" for name, value in params.items() if name not in skip)

@@ -47,7 +47,7 @@ def prepare(fn: Callable[..., Any], mode: str, compile_mode: str) -> Callable[..
     # Forget graphs compiled for an earlier sweep point: a second shape would otherwise
     # make Dynamo recompile with dynamic shapes, a different kernel from a fresh compile.
     torch._dynamo.reset()
-    return torch.compile(fn, mode=None if compile_mode == "default" else compile_mode)
+    return torch.compile(fn, mode=compile_mode)
 
 
 def run_mode(
@@ -60,14 +60,15 @@ def run_mode(
 ) -> ModeRun:
     """Warms up (never profiled), profiles `settings.steps` calls, exports the Chrome trace to `export_to`."""
     call = prepare(fn, mode, settings.compile_mode)
-    progress("compiling (first call)" if mode == "compiled" else "warming up")
+    progress("compiling (the first call)" if mode == "compiled" else f"warming up ({settings.warmup} calls)")
     start = time.perf_counter()
-    _call(call, inputs, f"the first {mode} call")
+    _call(call, inputs, f"in the first {mode} call")
     _synchronize()
     first_call_seconds = time.perf_counter() - start
+    if mode == "compiled" and settings.warmup > 1:
+        progress(f"warming up ({settings.warmup - 1} more calls)")
     for i in range(1, settings.warmup):
-        progress(f"warm-up call {i + 1}/{settings.warmup}")
-        _call(call, inputs, f"{mode} warm-up call {i + 1}")
+        _call(call, inputs, f"in {mode} warm-up call {i + 1}")
     _synchronize()  # warm-up kernels must not run into the profiled window
 
     activities = [ProfilerActivity.CPU]
@@ -84,9 +85,9 @@ def run_mode(
         profile_memory=settings.profile_memory,
         schedule=steps,
     ) as prof:
+        progress(f"profiling {settings.steps} calls")
         for i in range(settings.steps):
-            progress(f"profiling call {i + 1}/{settings.steps}")
-            _call(call, inputs, f"profiled {mode} call {i + 1}")
+            _call(call, inputs, f"in profiled {mode} call {i + 1}")
             if i == settings.steps - 1:
                 _synchronize()  # the last step's prof.step() closes the profile: GPU work must be done
             prof.step()  # ends ProfilerStep#i: the viewers count kernels per call from these

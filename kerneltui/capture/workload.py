@@ -32,7 +32,7 @@ _PACKAGE_DIR = str(Path(__file__).resolve().parents[1])
 
 
 class UserCodeError(Exception):
-    """The user's code raised; `where` says what it was doing (loading the file, calling fn...)."""
+    """The user's code raised; `where` says when: "in workload()", "in profiled eager call 2"..."""
 
     def __init__(self, where: str, error: Exception):
         super().__init__(f"{where}: {type(error).__name__}: {error}")
@@ -73,7 +73,7 @@ def load(path: str) -> WorkloadFile:
     sys.modules[module_name] = module
     if str(file.resolve().parent) not in sys.path:
         sys.path.insert(0, str(file.resolve().parent))
-    with user_code(f"loading {path}"):
+    with user_code(f"while loading {path}"):
         loader.exec_module(module)
     factory = getattr(module, "workload", None)
     if factory is None:
@@ -119,7 +119,7 @@ def resolve(workload: WorkloadFile, given: dict[str, Value], device: str) -> dic
 
 def build(workload: WorkloadFile, params: dict[str, Any]) -> tuple[Callable[..., Any], tuple]:
     """Calls workload(**params): the (fn, inputs) to run, checked against the contract."""
-    with user_code("building the workload"):
+    with user_code("in workload()"):
         built = workload.factory(**params)
     if callable(built):
         return built, ()

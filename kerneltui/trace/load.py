@@ -23,6 +23,7 @@ from kerneltui.trace.blocks import BlockStream
 from kerneltui.trace.decode import EVENTS, ChunkDecoder, Event
 from kerneltui.trace.schema import EVENT_COLUMNS, Device, TraceMeta
 
+_ONE_EVENT = msgspec.json.Decoder(Event, strict=False)
 _ARRAY_END = re.compile(rb"\}\s*\]")
 _WS = b" \t\r\n"
 _HEADER_LIMIT = 64 << 20  # look this far for "traceEvents" before decoding the file whole
@@ -148,12 +149,20 @@ class _EventReader:
         self.chunks.append(self.decoder.columns(events))
 
     def _tolerant(self, array_json: bytes) -> list[Event]:
-        """Slow path for events with unexpected types: keep what converts, count the rest."""
+        """Slow path for events with unexpected types: keep what decodes, count the rest."""
+        return self._convert(orjson.loads(array_json))
+
+    def _convert(self, items: list) -> list[Event]:
+        # Re-encoded rather than msgspec.convert-ed: Raw fields decode only from JSON text.
+        try:
+            return EVENTS.decode(orjson.dumps(items))
+        except msgspec.ValidationError:
+            pass
         events = []
-        for item in orjson.loads(array_json):
+        for item in items:
             try:
-                events.append(msgspec.convert(item, Event, strict=False))
-            except (msgspec.ValidationError, TypeError):
+                events.append(_ONE_EVENT.decode(orjson.dumps(item)))
+            except msgspec.ValidationError:
                 self.skipped += 1
         return events
 
@@ -168,7 +177,7 @@ class _EventReader:
         else:
             raise TraceError(f"{self.stream.path} is JSON but not a Chrome trace (no traceEvents array)")
         if items:
-            self._decode(orjson.dumps(items))
+            self.chunks.append(self.decoder.columns(self._convert(items)))
         return self._finish(top, truncated)
 
     def _finish(self, top: dict, truncated: bool) -> RawTrace:

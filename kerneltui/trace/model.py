@@ -15,6 +15,7 @@ import numpy as np
 import orjson
 import pandas as pd
 
+from kerneltui.trace.frames import innermost_frames, sources
 from kerneltui.trace.iterations import Iterations, find_iterations
 from kerneltui.trace.link import OpStack, gpu_table
 from kerneltui.trace.load import RawTrace, read_trace
@@ -49,6 +50,15 @@ class Trace:
         its = self.iterations
         table["iteration"] = its.assign(table["launch_ts"].to_numpy())
         table["step"] = its.step_numbers(table["launch_ts"].to_numpy())
+        return table
+
+    @cached_property
+    def gpu_sources(self) -> pd.DataFrame:
+        """Per row of ``gpu``: innermost python frame row, user source line, nn.Module path."""
+        g = self.gpu
+        frame = innermost_frames(self, g["launch_lane"].to_numpy(), g["launch_ts"].to_numpy())
+        table = sources(self, frame)
+        table.insert(0, "frame_row", frame)
         return table
 
     @cached_property

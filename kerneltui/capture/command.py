@@ -1,0 +1,116 @@
+"""`kerneltui capture model.py`: eager and compiled traces of a workload, warm-up excluded.
+
+Argument checks only: torch is imported in `run`, so that `kerneltui --help` works without it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from kerneltui.capture.params import Value, parse_assignments, parse_sweep
+from kerneltui.errors import UserError
+
+HELP = "profile a workload file in eager and compiled mode into trace files"
+MODES = ("eager", "compiled")
+COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.epilog = "The workload file defines workload(**params) returning (fn, inputs): see docs/capture.md."
+    parser.add_argument("workload", help="a Python file defining workload(), e.g. examples/add_relu.py")
+    parser.add_argument("-p", "--param", action="append", metavar="NAME=VALUE", dest="params",
+                        help="a workload() parameter, e.g. -p n=1e8 (integral numbers become ints); repeatable")
+    parser.add_argument("--sweep", metavar="NAME=V1,V2,...",
+                        help="capture once per value, e.g. --sweep n=100,1e6,1e8")
+    parser.add_argument("--modes", default="eager,compiled",
+                        help="comma-separated, from: eager, compiled (default: eager,compiled)")
+    parser.add_argument("--compile-mode", default="default", choices=COMPILE_MODES,
+                        help="torch.compile mode of the compiled capture (default: default)")
+    parser.add_argument("--steps", type=int, default=3, help="profiled calls per mode (default: 3)")
+    parser.add_argument("--warmup", type=int, default=3,
+                        help="unprofiled calls before them; the first compiles (default: 3)")
+    parser.add_argument("-o", "--output-dir", default="traces", type=Path, metavar="DIR",
+                        help="where the traces go (default: ./traces)")
+    parser.add_argument("--json", action="store_true", help="write plain .json instead of .json.gz")
+    parser.add_argument("--force", action="store_true", help="overwrite traces that exist")
+    parser.add_argument("--with-stack", action="store_true", help="record Python stacks (larger traces)")
+    parser.add_argument("--profile-memory", action="store_true", help="record allocations")
+    parser.add_argument("--open", action="store_true", help="open the eager-vs-compiled diff when done")
+
+
+@dataclass(frozen=True)
+class Request:
+    workload: str
+    params: dict[str, Value]
+    sweep: tuple[str, tuple[Value, ...]] | None
+    modes: tuple[str, ...]
+    compile_mode: str
+    steps: int
+    warmup: int
+    out_dir: Path
+    gzip: bool
+    force: bool
+    with_stack: bool
+    profile_memory: bool
+    open_diff: bool
+    command_line: str
+
+
+def _modes(text: str) -> tuple[str, ...]:
+    modes = tuple(m.strip() for m in text.split(",") if m.strip())
+    unknown = [m for m in modes if m not in MODES]
+    if unknown or not modes:
+        raise UserError(f"--modes {text!r}: choose from {', '.join(MODES)}, e.g. --modes eager,compiled")
+    if len(set(modes)) < len(modes):
+        raise UserError(f"--modes {text!r}: give each mode once")
+    return modes
+
+
+def request_from(args: argparse.Namespace) -> Request:
+    """Every check that needs no torch and no workload, so that a typo fails at once."""
+    modes = _modes(args.modes)
+    if args.steps < 1:
+        raise UserError(f"--steps {args.steps}: profile at least 1 call")
+    if args.warmup < 1:
+        raise UserError(f"--warmup {args.warmup}: at least 1, the first call compiles and must not be profiled")
+    if args.open and len(modes) != 2:
+        raise UserError("--open needs two modes to compare: --modes eager,compiled")
+    params = parse_assignments(args.params)
+    sweep = parse_sweep(args.sweep)
+    if sweep and sweep[0] in params:
+        raise UserError(f"{sweep[0]} is given by both -p and --sweep: keep one")
+    return Request(
+        workload=args.workload,
+        params=params,
+        sweep=sweep,
+        modes=modes,
+        compile_mode=args.compile_mode,
+        steps=args.steps,
+        warmup=args.warmup,
+        out_dir=args.output_dir,
+        gzip=not args.json,
+        force=args.force,
+        with_stack=args.with_stack,
+        profile_memory=args.profile_memory,
+        open_diff=args.open,
+        command_line=shlex.join(["kerneltui", *sys.argv[1:]]),
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    request = request_from(args)
+    # Kineto prints its stages (profiler_start, Completed Stage: ...) on stderr at every
+    # profile; level 6 silences them. Read when torch loads, so set before importing it.
+    os.environ.setdefault("KINETO_LOG_LEVEL", "6")
+    try:
+        from kerneltui.capture import session
+    except ModuleNotFoundError as exc:
+        if exc.name != "torch":
+            raise
+        raise UserError("capture needs PyTorch: pip install torch (or pip install 'kerneltui[capture]')") from None
+    return session.run(request)

@@ -1,0 +1,68 @@
+"""`kerneltui summary TRACE`: the kernels of one trace, for a terminal or a script."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+
+from kerneltui.errors import UserError
+
+HELP = "Print the GPU work of a trace: busy time, launches per step, kernels by total time."
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("trace", help="a torch.profiler trace (.json or .json.gz)")
+    parser.add_argument("--format", choices=("table", "json", "csv"), default="table")
+    parser.add_argument("--top", type=int, metavar="N", help="only the N kernels (or launches) with most GPU time")
+    parser.add_argument(
+        "--filter",
+        metavar="TEXT",
+        help="only kernels whose name contains TEXT (case-insensitive); '/REGEX' matches a regular expression",
+    )
+    parser.add_argument("--launches", action="store_true", help="list every launch in time order instead of grouping")
+    parser.add_argument("--full-names", action="store_true", help="show full kernel names in the table")
+
+
+def name_matcher(pattern: str):
+    """The filter shared by the CLI and the browser: substring, or regex after a leading '/'."""
+    if pattern.startswith("/"):
+        try:
+            regex = re.compile(pattern[1:], re.IGNORECASE)
+        except re.error as exc:
+            raise UserError(f"bad --filter regex {pattern[1:]!r}: {exc}") from None
+        return lambda names: names.str.contains(regex, regex=True)
+    needle = pattern.lower()
+    return lambda names: names.str.lower().str.contains(needle, regex=False)
+
+
+def run(args: argparse.Namespace) -> int:
+    from kerneltui import report
+    from kerneltui.trace import load_trace
+    from kerneltui.trace.summary import kernel_stats, summarize
+
+    trace = load_trace(args.trace)
+    s = summarize(trace)
+    gpu = trace.gpu
+    if args.filter:
+        match = name_matcher(args.filter)
+        gpu = gpu[(match(gpu["short"].astype(str)) | match(gpu["full_name"].astype(str))).to_numpy()]
+    kernels = kernel_stats(trace, gpu)
+    launches = None
+    if args.launches:
+        launches = report.launches_frame(trace, gpu)
+        if args.top:
+            launches = launches.nlargest(args.top, "dur_ns").sort_values("ts_ns")
+    elif args.top:
+        kernels = kernels.head(args.top)
+    if args.format == "json":
+        text = report.as_json(trace, s, kernels, launches)
+    elif args.format == "csv":
+        text = report.as_csv(kernels, launches)
+    else:
+        text = report.as_table(trace, s, kernels, launches, args.full_names)
+    sys.stdout.write(text)
+    sys.stdout.flush()
+    for warning in trace.meta.warnings:
+        print(f"kerneltui: {trace.meta.path}: {warning}", file=sys.stderr)
+    return 2 if trace.meta.truncated else 0

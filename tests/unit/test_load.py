@@ -1,0 +1,195 @@
+"""Loading: layouts, exact times, cut-off files and every kind of bad input."""
+
+from __future__ import annotations
+
+import gzip
+
+import numpy as np
+import orjson
+import pytest
+
+from kerneltui.errors import TraceError
+from kerneltui.trace import Kind, load_trace
+from tests.conftest import PROJECT_TRACES, shared_trace
+
+GPT = "gpt_train_eager"
+
+
+def kineto_text(name: str) -> bytes:
+    return gzip.decompress(shared_trace(name).read_bytes())
+
+
+def test_times_are_exact_integer_nanoseconds():
+    trace = load_trace(PROJECT_TRACES / "add_relu_1M_compiled.json.gz")
+    g = trace.gpu
+    # "ts": 5178919812860.768, "dur": 2.528 in the file
+    assert g["ts"].tolist() == [5178919812860768]
+    assert g["dur"].tolist() == [2528]
+    assert trace.meta.base_time_ns == 1790857026000000000
+
+
+def test_every_gpu_event_of_a_real_trace_keeps_its_exact_time():
+    text = kineto_text(GPT)
+    doc = orjson.loads(text)
+    expected = sorted(
+        round(e["ts"] * 1000) for e in doc["traceEvents"] if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")
+    )
+    trace = load_trace(shared_trace(GPT))
+    assert sorted(trace.gpu["ts"].tolist()) == expected
+    assert len(expected) == 945
+
+
+@pytest.mark.parametrize("compress", [False, True])
+def test_plain_and_gzip_are_recognised_by_content_not_name(tmp_path, compress):
+    text = kineto_text("mlp_bf16_eager")
+    path = tmp_path / "trace.bin"
+    path.write_bytes(gzip.compress(text) if compress else text)
+    trace = load_trace(path)
+    assert trace.meta.compressed is compress
+    assert len(trace.gpu) == 21
+
+
+def test_one_line_and_bare_array_layouts_load_the_same_gpu_work(tmp_path):
+    doc = orjson.loads(kineto_text("norm_chain_eager"))
+    one_line = tmp_path / "one_line.json"
+    one_line.write_bytes(orjson.dumps(doc))
+    bare = tmp_path / "bare.json"
+    bare.write_bytes(orjson.dumps(doc["traceEvents"], option=orjson.OPT_INDENT_2))
+    reference = load_trace(shared_trace("norm_chain_eager")).gpu
+    for path in (one_line, bare):
+        g = load_trace(path).gpu
+        assert g["ts"].tolist() == reference["ts"].tolist()
+        assert g["op"].astype(str).tolist() == reference["op"].astype(str).tolist()
+    assert load_trace(one_line).meta.device_name == "NVIDIA H200"
+    assert load_trace(bare).meta.device_name == "unknown device"
+
+
+def test_a_foreign_chrome_trace_loads_its_gpu_work(tmp_path):
+    """Older Kineto spelled categories 'Kernel'/'Runtime' and wrote integer µs; other tools add odd fields."""
+    events = [
+        {"ph": "X", "cat": "Runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 10, "dur": 5,
+         "args": {"correlation": 7, "external id": 3}},
+        {"ph": "X", "cat": "Operator", "name": "aten::mul", "pid": 1, "tid": 1, "ts": 8, "dur": 9,
+         "args": {"external id": 3}},
+        {"ph": "X", "cat": "Kernel", "name": "my_kernel", "pid": 0, "tid": "stream 7", "ts": 20, "dur": 3,
+         "args": {"correlation": 7, "external id": 3, "stream": 7, "grid": [1, 1, 1]}},
+        {"ph": "X", "cat": "Kernel", "name": "odd_kernel", "pid": 0, "tid": 7, "ts": "31.5", "dur": 2},
+        {"ph": "B", "name": "ignored begin", "pid": 1, "tid": 1, "ts": 1},
+        {"ph": "X", "cat": "Kernel", "name": "bad", "pid": 0, "tid": 7, "ts": {"no": 1}, "dur": 1},
+    ]
+    path = tmp_path / "foreign.json"
+    path.write_bytes(orjson.dumps({"traceEvents": events, "displayTimeUnit": "ns"}))
+    trace = load_trace(path)
+    g = trace.gpu
+    assert g["full_name"].astype(str).tolist() == ["my_kernel", "odd_kernel"]
+    assert g["ts"].tolist() == [20_000, 31_500]
+    assert g["op"].astype(str).tolist() == ["aten::mul", ""]
+    assert g["stream"].tolist() == [7, 7]
+    assert trace.meta.skipped_events == 1
+    assert trace.meta.producer == "chrome-trace"
+
+
+def complete_event_count(text: bytes, cut: int) -> tuple[int, int]:
+    """(X/i events, GPU events) among the events that end before byte `cut` of a Kineto file."""
+    starts = []
+    at = text.index(b"[", text.index(b'"traceEvents"'))
+    while (at := text.find(b"\n  {\n", at + 1)) >= 0:
+        starts.append(at)
+    end_of_array = text.rindex(b"\n  ]")
+    ends = [s - 1 for s in starts[1:]] + [end_of_array]
+    events = orjson.loads(text)["traceEvents"]
+    assert len(events) == len(starts)
+    complete = [e for e, end in zip(events, ends) if end <= cut]
+    kept = [e for e in complete if e.get("ph") in ("X", "i")]
+    gpu = [e for e in kept if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
+    return len(kept), len(gpu)
+
+
+@pytest.mark.parametrize("fraction", [0.3, 0.61, 0.97])
+def test_a_cut_off_trace_loads_every_complete_event_before_the_cut(tmp_path, fraction):
+    text = kineto_text(GPT)
+    cut = int(len(text) * fraction)
+    path = tmp_path / "cut.json"
+    path.write_bytes(text[:cut])
+    trace = load_trace(path)
+    events, gpu = complete_event_count(text, cut)
+    assert trace.meta.truncated
+    assert len(trace.events) == events
+    assert len(trace.gpu) == gpu
+    assert trace.meta.warnings == (
+        f"trace is cut off (a profiler stopped mid-write?): loaded the {events:,} complete events before the cut",
+    )
+    assert trace.meta.device_name == "NVIDIA H200"
+
+
+def test_a_cut_off_gzip_stream_loads_what_it_holds(tmp_path):
+    data = shared_trace(GPT).read_bytes()
+    path = tmp_path / "cut.json.gz"
+    path.write_bytes(data[: int(len(data) * 0.9)])
+    trace = load_trace(path)
+    assert trace.meta.truncated
+    assert 0 < len(trace.gpu) < 945  # Kineto writes GPU events after the CPU ones
+
+
+def test_a_cut_off_one_line_trace_is_repaired(tmp_path):
+    doc = orjson.loads(kineto_text("norm_chain_eager"))
+    text = orjson.dumps(doc)
+    path = tmp_path / "cut.json"
+    path.write_bytes(text[: int(len(text) * 0.5)])
+    trace = load_trace(path)
+    assert trace.meta.truncated
+    assert len(trace.events) > 0
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (None, "{path}: no such file"),
+        (b"", "{path} is empty (0 bytes): not a trace"),
+        (b"   \n", "{path} holds only whitespace: not a trace"),
+        (b"hello, world", "{path} is not JSON (it starts with b'hello, world')"),
+        (b'{"name": "a config file", "values": [1, 2]}', "{path} is JSON but not a Chrome trace (no traceEvents array)"),
+        (b"[1, 2, 3]", None),
+        (b"\x1f\x8b\x08\x00garbage-not-deflate", "{path}: corrupt gzip data"),
+        (b"{not json at all", "{path} is not valid JSON and no complete event could be recovered from it"),
+    ],
+)
+def test_bad_input_is_one_clear_error(tmp_path, content, message):
+    path = tmp_path / "input.json"
+    if content is not None:
+        path.write_bytes(content)
+    if message is None:  # a JSON array of non-events: a trace with nothing in it
+        trace = load_trace(path)
+        assert trace.meta.skipped_events == 3 and len(trace.gpu) == 0
+        return
+    with pytest.raises(TraceError) as info:
+        load_trace(path)
+    text = str(info.value)
+    assert text.startswith(message.format(path=path))
+    assert "\n" not in text
+
+
+def test_a_directory_is_refused(tmp_path):
+    with pytest.raises(TraceError, match="is a directory, not a trace file"):
+        load_trace(tmp_path)
+
+
+def test_trace_without_gpu_work_has_an_empty_gpu_table(tmp_path):
+    doc = orjson.loads(kineto_text("add_relu_1M_eager"))
+    doc["traceEvents"] = [e for e in doc["traceEvents"] if e.get("cat") != "kernel"]
+    path = tmp_path / "cpu_only.json"
+    path.write_bytes(orjson.dumps(doc, option=orjson.OPT_INDENT_2))
+    trace = load_trace(path)
+    assert len(trace.gpu) == 0
+    assert (trace.events["kind"] == Kind.CPU_OP).sum() == 3
+
+
+def test_events_are_columns_not_objects():
+    trace = load_trace(shared_trace(GPT))
+    dtypes = {name: str(dtype) for name, dtype in trace.events.dtypes.items()}
+    assert "object" not in dtypes.values()
+    assert dtypes["ts"] == "int64" and dtypes["kind"] == "int8"
+    assert np.unique(trace.events["kind"]).tolist() == sorted(
+        int(k) for k in (Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET, Kind.CPU_OP, Kind.ANNOTATION, Kind.PYTHON,
+                         Kind.RUNTIME, Kind.DRIVER, Kind.GPU_ANNOTATION, Kind.MEMORY, Kind.INSTANT, Kind.SPAN)
+    )
