@@ -1,0 +1,143 @@
+"""`kerneltui summary` as a user runs it: a real process, its stdout, stderr and exit status."""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import PROJECT_TRACES, ROOT, shared_trace
+
+EAGER = str(PROJECT_TRACES / "add_relu_1M_eager.json.gz")
+
+
+def kerneltui(*args: str, columns: int = 80) -> subprocess.CompletedProcess:
+    env = {"COLUMNS": str(columns), "PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)}
+    return subprocess.run(
+        [sys.executable, "-m", "kerneltui", *args], capture_output=True, text=True, env=env, cwd=ROOT, timeout=60
+    )
+
+
+def test_summary_table_of_the_example_trace_fits_80_columns():
+    result = kerneltui("summary", "traces/add_relu_1M_eager.json.gz")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == (
+        "traces/add_relu_1M_eager.json.gz\n"
+        "device      NVIDIA H200\n"
+        "window      2.49ms, GPU busy 4.26µs (0.2%), GPU time 4.26µs\n"
+        "GPU work    2 launches: 2 kernels, 0 memcpy, 0 memset; 2 distinct; 1 stream\n"
+        "per call    2 launches, 4.26µs GPU, 2.19ms CPU (median)\n"
+        "calls       1 (whole trace)\n"
+        "CPU ops     2.19ms in top-level ops\n"
+        "\n"
+        "kernel                          count    total     mean      min      max  share\n"
+        "  launched by\n"
+        "vectorized_elementwise_kernel<CUDAFunctor_add>[f32]\n"
+        "  aten::add                         1   2.27µs   2.27µs   2.27µs   2.27µs  53.4%\n"
+        "vectorized_elementwise_kernel<launch_clamp_scalar>[f32]\n"
+        "  aten::clamp_min                   1   1.98µs   1.98µs   1.98µs   1.98µs  46.6%\n"
+    )
+    assert max(len(line) for line in result.stdout.splitlines()) <= 80
+
+
+def test_wide_terminals_get_one_line_per_kernel():
+    result = kerneltui("summary", str(shared_trace("mlp_bf16_eager")), "--top", "2", columns=140)
+    lines = result.stdout.splitlines()
+    assert lines[-3].split() == ["kernel", "count", "total", "mean", "min", "max", "share", "op"]
+    assert lines[-2].split() == [
+        "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_bias_TNT", "6", "1.07ms", "178.9µs", "170.4µs", "191.2µs",
+        "70.1%", "aten::addmm",
+    ]
+    assert lines[-1].split()[0] == "vectorized_elementwise_kernel<GeluCUDAKernelImpl>[bf16]"
+
+
+def test_json_carries_the_same_numbers():
+    result = kerneltui("summary", str(shared_trace("norm_chain_eager")), "--format", "json")
+    doc = json.loads(result.stdout)
+    s = doc["summary"]
+    assert (s["iterations"], s["launches_per_iteration"], s["iteration_source"]) == (2, 10.0, "repeated op sequence")
+    assert s["gpu_time_ns"] == sum(k["total_ns"] for k in doc["kernels"]) == 766_588
+    assert doc["trace"]["device"] == "NVIDIA H200"
+    # 10 launches per call from 9 kernels: one elementwise kernel serves two ops
+    assert [k["count"] for k in doc["kernels"]] == [4] + [2] * 8
+
+
+def test_filter_top_launches_and_csv():
+    gpt = str(shared_trace("gpt_train_eager"))
+    result = kerneltui("summary", gpt, "--format", "csv", "--filter", "nvjet", "--top", "3")
+    rows = list(csv.DictReader(io.StringIO(result.stdout)))
+    assert [r["short"] for r in rows] == [
+        "nvjet_sm90_tst_192x128_64x5_1x2_h_bz_coopB_NNT",
+        "nvjet_sm90_tst_192x128_64x5_1x2_h_bz_coopB_bias_TNT",
+        "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_bias_TNT",
+    ]
+    result = kerneltui("summary", gpt, "--format", "json", "--filter", "/^Mem(cpy|set)", "--launches")
+    launches = json.loads(result.stdout)["launches"]
+    assert len(launches) == 6 + 129
+    assert {row["kind"] for row in launches} == {"memcpy", "memset"}
+    assert [row["ts_ns"] for row in launches] == sorted(row["ts_ns"] for row in launches)
+
+
+def test_launch_list_as_table():
+    result = kerneltui("summary", str(shared_trace("add_relu_100_eager")), "--launches")
+    lines = result.stdout.splitlines()
+    assert lines[-7].split() == ["start", "dur", "strm", "step", "kernel", "op"]
+    assert [line.split()[-1] for line in lines[-6:]] == ["aten::add", "aten::clamp_min"] * 3
+    assert [line.split()[3] for line in lines[-6:]] == ["1", "1", "2", "2", "3", "3"]
+
+
+def test_a_trace_without_gpu_work_says_so(tmp_path):
+    doc = json.loads(gzip.decompress(open(EAGER, "rb").read()))
+    doc["traceEvents"] = [e for e in doc["traceEvents"] if e.get("cat") != "kernel"]
+    path = tmp_path / "cpu_only.json"
+    path.write_text(json.dumps(doc, indent=2))
+    result = kerneltui("summary", str(path))
+    assert result.returncode == 0
+    assert result.stdout.splitlines()[-1] == (
+        "no GPU work in this trace (11 events, none a kernel, memcpy or memset):"
+        " was it profiled with CUDA activity on a GPU?"
+    )
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (None, "kerneltui: {path}: no such file"),
+        (b"", "kerneltui: {path} is empty (0 bytes): not a trace"),
+        (b"<html>not json</html>", "kerneltui: {path} is not JSON (it starts with b'<html>not js')"),
+        (b'{"a": 1}', "kerneltui: {path} is JSON but not a Chrome trace (no traceEvents array)"),
+        (b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03garbage", "kerneltui: {path}: corrupt gzip data"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(tmp_path, content, message):
+    path = tmp_path / "bad.json.gz"
+    if content is not None:
+        path.write_bytes(content)
+    result = kerneltui("summary", str(path))
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert len(result.stderr.splitlines()) == 1
+    assert result.stderr.startswith(message.format(path=path))
+    assert "Traceback" not in result.stderr
+
+
+def test_a_cut_off_trace_prints_what_it_has_warns_and_exits_2(tmp_path):
+    text = gzip.decompress(shared_trace("gpt_train_eager").read_bytes())
+    path = tmp_path / "cut.json"
+    path.write_bytes(text[: int(len(text) * 0.97)])
+    result = kerneltui("summary", str(path), "--format", "json")
+    assert result.returncode == 2
+    assert json.loads(result.stdout)["trace"]["truncated"] is True
+    assert result.stderr.startswith(f"kerneltui: {path}: trace is cut off (a profiler stopped mid-write?): loaded the ")
+    assert len(result.stderr.splitlines()) == 1
+
+
+def test_help_and_python_dash_m():
+    result = kerneltui("--help")
+    assert result.returncode == 0
+    assert "summary" in result.stdout

@@ -1,0 +1,138 @@
+"""Linking kernels to launches, ops, steps and source lines, on real and crafted traces."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+
+from kerneltui.trace import load_trace
+from tests.conftest import PROJECT_TRACES, shared_trace
+
+
+def test_eager_kernels_link_to_the_innermost_op():
+    g = load_trace(PROJECT_TRACES / "add_relu_1M_eager.json.gz").gpu
+    # aten::relu -> aten::clamp_min -> kernel: the kernel belongs to clamp_min
+    assert g["op"].astype(str).tolist() == ["aten::add", "aten::clamp_min"]
+    assert g["launch"].astype(str).tolist() == ["cudaLaunchKernel", "cudaLaunchKernel"]
+    assert g["short"].astype(str).tolist() == [
+        "vectorized_elementwise_kernel<CUDAFunctor_add>[f32]",
+        "vectorized_elementwise_kernel<launch_clamp_scalar>[f32]",
+    ]
+
+
+def test_compiled_kernel_links_to_its_triton_op_and_stack():
+    trace = load_trace(PROJECT_TRACES / "add_relu_1M_compiled.json.gz")
+    g = trace.gpu
+    assert g["op"].astype(str).tolist() == ["triton_poi_fused_add_relu_0"]
+    assert g["launch"].astype(str).tolist() == ["cuLaunchKernel"]
+    assert g["kernel_hash"].astype(str).tolist() == ["cyqo6qgngcleqcjm7nccqpqwmapn3gmvgbpsnnaser7sz3hxoxqi"]
+    # one Triton name, one hash: the key is the plain name
+    assert g["key"].astype(str).tolist() == ["triton_poi_fused_add_relu_0"]
+    stack = [trace.name(int(trace.events["name"].iat[r])) for r in trace.ancestors(int(g["launch_row"].iat[0]))]
+    assert stack == [
+        "Torch-Compiled Region: 0/0",
+        "## Call CompiledFxGraph fiqb4u5xzpxcsoundjww3ityicpcg4vasdmorhxnawc7l6ihztun ##",
+        "triton_poi_fused_add_relu_0",
+    ]
+    assert trace.shapes(int(g["op_row"].iat[0])) == {
+        "dims": [[1000000], [1000000], [1000000], []],
+        "types": ["float", "float", "float", "Scalar"],
+    }
+
+
+def test_cuda_only_traces_link_launches_but_have_no_ops():
+    g = load_trace(shared_trace("add_relu_1M_eager_cudaonly")).gpu
+    assert g["launch"].astype(str).tolist() == ["cudaLaunchKernel", "cudaLaunchKernel"]
+    assert g["op"].astype(str).tolist() == ["", ""]
+
+
+@pytest.mark.parametrize(
+    "name, source, count, per_call",
+    [
+        ("gpt_train_eager", "ProfilerStep", 3, 315),
+        ("mlp_bf16_eager", "record_function 'mlp_forward'", 3, 7),
+        ("mlp_bf16_compiled", "record_function 'mlp_forward'", 3, 7),
+        ("norm_chain_eager", "repeated op sequence", 2, 10),
+        ("norm_chain_compiled", "repeated op sequence", 2, 1),
+        ("add_relu_100_eager", "repeated op sequence", 3, 2),
+        ("add_relu_100_compiled", "repeated op sequence", 3, 1),
+        ("add_relu_1M_eager", "whole trace", 1, 2),
+    ],
+)
+def test_iterations_are_found_and_kernels_counted_per_call(name, source, count, per_call):
+    trace = load_trace(shared_trace(name))
+    its = trace.iterations
+    assert (its.source, its.count) == (source, count)
+    assert trace.gpu.groupby("iteration").size().tolist() == [per_call] * count
+
+
+def test_steps_assign_backward_and_optimizer_kernels_by_launch_time():
+    """GPU ProfilerStep spans miss autograd-thread kernels; CPU launch times do not (doc 4.5)."""
+    g = load_trace(shared_trace("gpt_train_eager")).gpu
+    assert sorted(g["step"].unique().tolist()) == [2, 3, 4]
+    assert (g["step"] >= 0).all()
+    assert g.groupby("step").size().tolist() == [315, 315, 315]
+
+
+def test_module_and_source_frames_from_with_stack_traces():
+    trace = load_trace(shared_trace("mlp_bf16_eager"))
+    frames = trace.gpu_sources
+    assert frames["source"].unique().tolist() == ["gpu_corpus.py(197): forward"]
+    assert frames.groupby("module").size().to_dict() == {
+        "MLP_0": 6,
+        "MLP_0/LayerNorm_0": 3,
+        "MLP_0/Linear_0": 6,
+        "MLP_0/Linear_1": 6,
+    }
+
+
+def _event(ph, cat, name, ts, dur=None, tid=1, pid=1, **args):
+    e = {"ph": ph, "cat": cat, "name": name, "pid": pid, "tid": tid, "ts": ts, "args": args}
+    if dur is not None:
+        e["dur"] = dur
+    return e
+
+
+def test_cuda_graph_replays_are_attributed_to_their_graph_launch(tmp_path):
+    events = [
+        _event("X", "cpu_op", "Torch-Compiled Region: 0/0", 0, 100, **{"External id": 1}),
+        _event("X", "cuda_runtime", "cudaGraphLaunch", 10, 5, correlation=50, **{"External id": 1}),
+        *[
+            _event("X", "kernel", f"triton_poi_fused_{i}", 20 + i * 3, 2, tid=7, pid=0, correlation=50, stream=7,
+                   **{"External id": 1})
+            for i in range(3)
+        ],
+    ]
+    path = tmp_path / "graphs.json"
+    path.write_bytes(orjson.dumps({"traceEvents": events}, option=orjson.OPT_INDENT_2))
+    g = load_trace(path).gpu
+    assert g["graph"].tolist() == [True, True, True]
+    assert g["op"].astype(str).tolist() == ["cudaGraphLaunch"] * 3
+
+
+def test_same_triton_name_with_two_hashes_stays_two_kernels(tmp_path):
+    def op(ts, ext, kernel_hash):
+        return _event("X", "cpu_op", "triton_poi_fused__to_copy_5", ts, 10, kernel_hash=kernel_hash,
+                      **{"External id": ext})
+
+    events = [
+        op(0, 1, "aaaaaaa111"),
+        _event("X", "cuda_driver", "cuLaunchKernel", 2, 5, correlation=10, **{"External id": 1}),
+        _event("X", "kernel", "triton_poi_fused__to_copy_5", 20, 4, tid=7, pid=0, correlation=10,
+               **{"External id": 1}),
+        op(100, 2, "bbbbbbb222"),
+        _event("X", "cuda_driver", "cuLaunchKernel", 102, 5, correlation=11, **{"External id": 2}),
+        _event("X", "kernel", "triton_poi_fused__to_copy_5", 120, 6, tid=7, pid=0, correlation=11,
+               **{"External id": 2}),
+    ]
+    path = tmp_path / "hashes.json"
+    path.write_bytes(orjson.dumps({"traceEvents": events}, option=orjson.OPT_INDENT_2))
+    g = load_trace(path).gpu
+    assert g["key"].astype(str).tolist() == [
+        "triton_poi_fused__to_copy_5@aaaaaaa111",
+        "triton_poi_fused__to_copy_5@bbbbbbb222",
+    ]
+    assert g["short"].astype(str).tolist() == [
+        "triton_poi_fused__to_copy_5@aaaaaa",
+        "triton_poi_fused__to_copy_5@bbbbbb",
+    ]
