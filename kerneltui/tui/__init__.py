@@ -1,0 +1,1 @@
+"""The Textual browser of one trace (`kerneltui open`) and the widgets the diff screen reuses."""
