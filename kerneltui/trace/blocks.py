@@ -58,7 +58,7 @@ class BlockStream:
                 yield block
 
     def _inflated(self) -> Iterator[bytes]:
-        blocks: queue.Queue = queue.Queue(maxsize=4)
+        blocks: queue.Queue = queue.Queue(maxsize=2)
         stop = threading.Event()
         worker = threading.Thread(target=self._inflate_into, args=(blocks, stop), daemon=True)
         worker.start()
@@ -89,7 +89,7 @@ class BlockStream:
         inflater = _zlib.decompressobj(wbits=31)
         done = 0
         with open(self.path, "rb") as f:
-            while compressed := f.read(BLOCK // 8):
+            while compressed := f.read(BLOCK // 16):  # ~16 MB once inflated
                 done += len(compressed)
                 try:
                     out = inflater.decompress(compressed)

@@ -108,11 +108,23 @@ class _EventReader:
         """Decode chunk by chunk; returns (cut off?, bytes after the array)."""
         pending = rest
         for block in blocks:
-            pending += block
-            cut = pending.rfind(separator)
-            if cut > 0:
-                self._decode(pending[:cut])
-                pending = pending[cut:]
+            # One copy per block: the chunk is decoded in place, its last comma turned into "]".
+            buffer = bytearray(b"[")
+            buffer += pending
+            buffer += block
+            cut = buffer.rfind(separator)
+            if cut <= 1:
+                pending = bytes(buffer[1:])
+                continue
+            comma = cut - 1
+            while comma > 0 and buffer[comma] in _WS:
+                comma -= 1
+            if buffer[comma] == ord(","):
+                buffer[comma] = ord("]")
+                self._decode_array(memoryview(buffer)[: comma + 1])
+            else:
+                self._decode(bytes(buffer[1:cut]))
+            pending = bytes(buffer[cut:])
         return self._last(pending, separator)
 
     def _last(self, pending: bytes, separator: bytes) -> tuple[bool, bytes]:
@@ -136,12 +148,14 @@ class _EventReader:
 
     def _decode(self, chunk: bytes, strict: bool = False) -> None:
         body = chunk.rstrip(_WS).rstrip(b",")
-        if not body.strip(_WS):
-            return
+        if body.strip(_WS):
+            self._decode_array(b"[" + body + b"]", strict)
+
+    def _decode_array(self, array_json, strict: bool = False) -> None:
         try:
-            events = EVENTS.decode(b"[" + body + b"]")
+            events = EVENTS.decode(array_json)
         except msgspec.ValidationError:
-            events = self._tolerant(b"[" + body + b"]")
+            events = self._tolerant(bytes(array_json))
         except msgspec.DecodeError:
             if strict:
                 raise
