@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import re
 import sys
-
-from kerneltui.errors import UserError
 
 HELP = "Print the GPU work of a trace: busy time, launches per step, kernels by total time."
 
@@ -24,29 +21,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--full-names", action="store_true", help="show full kernel names in the table")
 
 
-def name_matcher(pattern: str):
-    """The filter shared by the CLI and the browser: substring, or regex after a leading '/'."""
-    if pattern.startswith("/"):
-        try:
-            regex = re.compile(pattern[1:], re.IGNORECASE)
-        except re.error as exc:
-            raise UserError(f"bad --filter regex {pattern[1:]!r}: {exc}") from None
-        return lambda names: names.str.contains(regex, regex=True)
-    needle = pattern.lower()
-    return lambda names: names.str.lower().str.contains(needle, regex=False)
-
-
 def run(args: argparse.Namespace) -> int:
     from kerneltui import report
     from kerneltui.trace import load_trace
+    from kerneltui.trace.filters import matching_rows
     from kerneltui.trace.summary import kernel_stats, summarize
 
     trace = load_trace(args.trace)
     s = summarize(trace)
     gpu = trace.gpu
     if args.filter:
-        match = name_matcher(args.filter)
-        gpu = gpu[(match(gpu["short"].astype(str)) | match(gpu["full_name"].astype(str))).to_numpy()]
+        gpu = gpu[matching_rows(gpu, args.filter)]
     kernels = kernel_stats(trace, gpu)
     launches = None
     if args.launches:

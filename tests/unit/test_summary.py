@@ -68,3 +68,21 @@ def test_time_window_query_returns_overlapping_launches():
     a, b = int(g["ts"].iat[3]) + 1, int(g["ts"].iat[6])
     part = launches_in(trace, a, b)
     assert part["row"].tolist() == g["row"].iloc[3:7].tolist()
+
+
+def test_name_filter_matches_short_or_full_names_substring_or_regex():
+    from kerneltui.trace.filters import matching_rows
+
+    g = load_trace(shared_trace("gpt_train_eager")).gpu
+    assert matching_rows(g, "NVJET").sum() == int(g["short"].astype(str).str.startswith("nvjet").sum()) == 153
+    assert matching_rows(g, "/^Mem(cpy|set)").sum() == 6 + 129
+    assert matching_rows(g, "at::native::").sum() == int(g["full_name"].astype(str).str.contains("at::native::").sum())
+    assert matching_rows(g, "").all()
+
+
+def test_bad_regex_is_a_user_error():
+    from kerneltui.errors import UserError
+    from kerneltui.trace.filters import name_pattern
+
+    with pytest.raises(UserError, match=r"bad filter regex '\['"):
+        name_pattern("/[")
