@@ -15,7 +15,7 @@ from pathlib import Path
 from kerneltui.capture.params import Value, parse_assignments, parse_sweep
 from kerneltui.errors import UserError
 
-HELP = "profile a workload file in eager and compiled mode into trace files"
+HELP = "Profile a workload file, eager and compiled, into trace files (warm-up and compile excluded)."
 MODES = ("eager", "compiled")
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 
@@ -29,10 +29,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="capture once per value, e.g. --sweep n=100,1e6,1e8")
     parser.add_argument("--modes", default="eager,compiled",
                         help="comma-separated, from: eager, compiled (default: eager,compiled)")
-    parser.add_argument("--compile-mode", default="default", choices=COMPILE_MODES,
-                        help="torch.compile mode of the compiled capture (default: default)")
-    parser.add_argument("--steps", type=int, default=3, help="profiled calls per mode (default: 3)")
-    parser.add_argument("--warmup", type=int, default=3,
+    parser.add_argument("--compile-mode", default="default", choices=COMPILE_MODES, metavar="MODE",
+                        help=f"torch.compile mode: {', '.join(COMPILE_MODES)} (default: default)")
+    parser.add_argument("--steps", type=int, default=3, metavar="N", help="profiled calls per mode (default: 3)")
+    parser.add_argument("--warmup", type=int, default=3, metavar="N",
                         help="unprofiled calls before them; the first compiles (default: 3)")
     parser.add_argument("-o", "--output-dir", default="traces", type=Path, metavar="DIR",
                         help="where the traces go (default: ./traces)")

@@ -27,8 +27,6 @@ class Settings:
 class ModeRun:
     compile_seconds: float | None  # first compiled call, which includes compiling; None in eager
     first_call_seconds: float
-    kernels: int  # GPU work in the profiled calls, from key_averages() (all calls together)
-    gpu_us: float
 
 
 def _synchronize() -> None:
@@ -93,20 +91,7 @@ def run_mode(
             prof.step()  # ends ProfilerStep#i: the viewers count kernels per call from these
     progress("exporting the trace")
     prof.export_chrome_trace(str(export_to))
-    kernels, gpu_us = _gpu_work(prof)
     return ModeRun(
         compile_seconds=first_call_seconds if mode == "compiled" else None,
         first_call_seconds=first_call_seconds,
-        kernels=kernels,
-        gpu_us=gpu_us,
     )
-
-
-def _gpu_work(prof: profile) -> tuple[int, float]:
-    """Kernels, copies and memsets, and their summed time: torch's device rows without annotation spans."""
-    rows = [
-        row
-        for row in prof.key_averages()
-        if row.device_type != torch.autograd.DeviceType.CPU and not row.is_user_annotation
-    ]
-    return sum(row.count for row in rows), float(sum(row.self_device_time_total for row in rows))

@@ -1,4 +1,4 @@
-"""The end report: per mode the kernels and GPU time per call, the files, the diff to run."""
+"""The end report: per mode the GPU launches and time per call, the files, the diff to run."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import Any
 
 from kerneltui.capture.params import describe, label
 from kerneltui.capture.profiling import ModeRun
+from kerneltui.units import fmt_ns
 
 
 @dataclass(frozen=True)
@@ -23,17 +24,18 @@ class Written:
 
 @dataclass(frozen=True)
 class PerCall:
-    kernels: float
-    gpu_us: float
+    launches: float  # kernels, copies and memsets
+    gpu_ns: float
+    cpu_ns: float  # median top-level CPU op time
 
 
-def per_call(written: Written, calls: int) -> PerCall:
-    """GPU work per profiled call: kernels, copies and memsets (never annotation spans)."""
-    return PerCall(written.run.kernels / calls, written.run.gpu_us / calls)
+def per_call(path: Path) -> PerCall:
+    """Read back from the written file by the trace engine: the numbers `summary` and `diff` will show."""
+    from kerneltui.trace import load_trace
+    from kerneltui.trace.summary import summarize
 
-
-def _number(value: float) -> str:
-    return f"{value:g}" if value == int(value) else f"{value:.2f}"
+    summary = summarize(load_trace(path))
+    return PerCall(summary.launches_per_iteration, summary.gpu_ns_per_iteration, summary.cpu_ns_per_iteration)
 
 
 def diff_command(baseline: Path, other: Path) -> str:
@@ -48,14 +50,18 @@ def pairs(written: list[Written]) -> list[tuple[Written, ...]]:
     return [tuple(group) for group in groups.values()]
 
 
-def render(workload: str, written: list[Written], calls: int) -> str:
-    lines = [f"{'':<20}{'kernels/call':>14}{'GPU µs/call':>14}{'compile s':>11}"]
+def render(workload: str, written: list[Written]) -> str:
+    lines = [f"{'':<20}{'launches/call':>14}{'GPU/call':>10}{'CPU/call':>10}{'compile':>9}"]
     for group in pairs(written):
         lines.append(f"{workload} {describe(group[0].params)}".rstrip())
         for item in group:
-            numbers = per_call(item, calls)
-            compile_s = "-" if item.run.compile_seconds is None else f"{item.run.compile_seconds:.1f}"
-            lines.append(f"  {item.mode:<18}{_number(numbers.kernels):>14}{numbers.gpu_us:>14.2f}{compile_s:>11}")
+            numbers = per_call(item.path)
+            compile_s = "-" if item.run.compile_seconds is None else f"{item.run.compile_seconds:.1f}s"
+            lines.append(
+                f"  {item.mode:<18}{numbers.launches:>14g}{fmt_ns(numbers.gpu_ns):>10}"
+                f"{fmt_ns(numbers.cpu_ns):>10}{compile_s:>9}"
+            )
+    lines.append("launches: kernels, copies and memsets; CPU: top-level ops, median call")
     lines.append("")
     lines.append("Written:")
     lines.extend(f"  {item.path}" for item in written)

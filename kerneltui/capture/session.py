@@ -12,13 +12,14 @@ from typing import Any
 import torch
 
 from kerneltui.capture import output, profiling, workload as contract
+from kerneltui.capture.command import Request
 from kerneltui.capture.params import Value, describe
 from kerneltui.capture.progress import Progress
 from kerneltui.capture.report import Written, pairs, render
 from kerneltui.errors import UserError
 
 
-def _points(request, workload: contract.WorkloadFile, device: str) -> list[dict[str, Any]]:
+def _points(request: Request, workload: contract.WorkloadFile, device: str) -> list[dict[str, Any]]:
     """One dict of workload() arguments per sweep value (one in all without --sweep)."""
     if request.sweep is None:
         return [contract.resolve(workload, request.params, device)]
@@ -36,6 +37,12 @@ def _refuse_overwrites(paths: list[Path], force: bool) -> None:
         raise UserError(f"{existing[0]} exists{more}: pass --force to overwrite")
 
 
+def _trace_path(request: Request, workload: contract.WorkloadFile, params: dict[str, Any], mode: str) -> Path:
+    if mode == "compiled" and request.compile_mode != "default":
+        mode = f"compiled-{request.compile_mode}"  # so that two compile modes do not overwrite each other
+    return output.trace_path(request.out_dir, workload.name, params, mode, request.gzip)
+
+
 def _jsonable(params: dict[str, Any]) -> dict[str, Value]:
     # A default such as `dtype=torch.bfloat16` is stored by name.
     return {k: v if isinstance(v, (bool, int, float, str)) or v is None else str(v) for k, v in params.items()}
@@ -45,7 +52,27 @@ def _describe(workload: contract.WorkloadFile, params: dict[str, Any], mode: str
     return " ".join(part for part in (workload.name, describe(params), mode) if part)
 
 
-def _capture(request, workload, params, mode, path: Path, settings, progress: Progress) -> Written:
+def _block(request: Request, workload, params, mode: str, settings, run: profiling.ModeRun) -> dict[str, Any]:
+    """The `kerneltui.capture` block of a trace: how it was taken, and on what."""
+    return {
+        "workload": str(workload.path),
+        "name": workload.name,
+        "mode": mode,
+        "compile_mode": settings.compile_mode if mode == "compiled" else None,
+        "params": _jsonable(params),
+        "warmup_calls": settings.warmup,
+        "profiled_calls": settings.steps,
+        "compile_seconds": None if run.compile_seconds is None else round(run.compile_seconds, 3),
+        "first_call_seconds": round(run.first_call_seconds, 6),
+        "record_shapes": True,
+        "with_stack": settings.with_stack,
+        "profile_memory": settings.profile_memory,
+        "command": request.command_line,
+        **output.environment(),
+    }
+
+
+def _capture(request: Request, workload, params, mode, path: Path, settings, progress: Progress) -> Written:
     progress.begin(_describe(workload, params, mode))
     progress("building the inputs")
     fn, inputs = contract.build(workload, params)
@@ -53,26 +80,7 @@ def _capture(request, workload, params, mode, path: Path, settings, progress: Pr
     try:
         run = profiling.run_mode(fn, inputs, mode, settings, exported, progress)
         progress("writing the trace")
-        output.write_trace(
-            exported,
-            path,
-            {
-                "workload": str(workload.path),
-                "name": workload.name,
-                "mode": mode,
-                "compile_mode": settings.compile_mode if mode == "compiled" else None,
-                "params": _jsonable(params),
-                "warmup_calls": settings.warmup,
-                "profiled_calls": settings.steps,
-                "compile_seconds": None if run.compile_seconds is None else round(run.compile_seconds, 3),
-                "first_call_seconds": round(run.first_call_seconds, 6),
-                "record_shapes": True,
-                "with_stack": settings.with_stack,
-                "profile_memory": settings.profile_memory,
-                "command": request.command_line,
-                **output.environment(),
-            },
-        )
+        output.write_trace(exported, path, _block(request, workload, params, mode, settings, run))
     finally:
         exported.unlink(missing_ok=True)
     compiled = "" if run.compile_seconds is None else f", compiled in {run.compile_seconds:.1f} s"
@@ -84,7 +92,7 @@ def _kept(written: list[Written]) -> str:
     return "kept " + ", ".join(str(w.path) for w in written) if written else "no trace was written"
 
 
-def run(request) -> int:
+def run(request: Request) -> int:
     progress = Progress()
     written: list[Written] = []
     try:
@@ -92,7 +100,7 @@ def run(request) -> int:
         cuda = torch.cuda.is_available()
         points = _points(request, workload, "cuda" if cuda else "cpu")
         plan = [
-            (params, mode, output.trace_path(request.out_dir, workload.name, params, mode, request.gzip))
+            (params, mode, _trace_path(request, workload, params, mode))
             for params in points
             for mode in request.modes
         ]
@@ -123,7 +131,7 @@ def run(request) -> int:
         print(f"kerneltui: interrupted; {_kept(written)}", file=sys.stderr)
         return 130
 
-    print(render(workload.name, written, request.steps))
+    print(render(workload.name, written))
     if request.open_diff:
         last = pairs(written)[-1]
         from kerneltui.cli import main
