@@ -259,7 +259,9 @@ def _notes(ta: Trace, tb: Trace, a: SideFacts, b: SideFacts) -> list[str]:
         )
     elif a.cpu_ns <= 0 or b.cpu_ns <= 0:
         notes.append("CPU time not compared: a trace has no CPU ops (CUDA activity only)")
-    for trace in (ta, tb):
+    for label, trace in (("A", ta), ("B", tb)):
+        if not (trace.events["kind"].to_numpy() == Kind.CPU_OP).any():
+            notes.append(f"{label}: no CPU ops (CUDA activity only): kernels matched by name only, not by op or region")
         if trace.meta.truncated:
             notes.append(f"{trace.meta.path}: truncated trace: later events missing")
     return notes

@@ -168,8 +168,9 @@ def match_kernels(ka: pd.DataFrame, kb: pd.DataFrame, unit: str = "call") -> pd.
             take("renamed", [k], [other[0]], "medium", f"both fuse {'+'.join(ops)}")
     # 3. fused kernels <- the kernels of the ops they fuse
     for x_side in ("b", "a"):
+        y_label = "A" if x_side == "b" else "B"
         for group in _fused_groups(b if x_side == "b" else a, a if x_side == "b" else b,
-                                   left_b if x_side == "b" else left_a, left_a if x_side == "b" else left_b):
+                                   left_b if x_side == "b" else left_a, left_a if x_side == "b" else left_b, y_label):
             fused_key, eager_keys, confidence, reason, name = group
             if x_side == "b":
                 take("fused", eager_keys, [fused_key], confidence, reason, name)
@@ -211,7 +212,7 @@ def _shared(regions_a, regions_b) -> set:
     return set_a & set_b
 
 
-def _fused_groups(x: pd.DataFrame, y: pd.DataFrame, left_x: list, left_y: list):
+def _fused_groups(x: pd.DataFrame, y: pd.DataFrame, left_x: list, left_y: list, y_label: str):
     """(fused key, [other-side keys], confidence, reason, name) for each fused kernel that takes any."""
     fused = [k for k in left_x if x.at[k, "fused"]]
     if not fused:
@@ -225,6 +226,8 @@ def _fused_groups(x: pd.DataFrame, y: pd.DataFrame, left_x: list, left_y: list):
             hits = [op for op in y.at[yk, "ops"] if _contains(fused_tokens, tokens(op))]
             if hits:
                 # in the order Inductor names them, e.g. "add, sub" for a kernel both launch
+                # layer_norm is part of native_layer_norm: name the longer op only
+                hits = [op for op in hits if not any(o != op and _contains(tokens(o), tokens(op)) for o in hits)]
                 hits.sort(key=lambda op: _index(fused_tokens, tokens(op)))
                 candidates.setdefault(yk, []).append((xk, hits))
     assigned: dict[str, list[tuple[str, str, bool]]] = {}
@@ -247,7 +250,8 @@ def _fused_groups(x: pd.DataFrame, y: pd.DataFrame, left_x: list, left_y: list):
         ambiguous = [y.at[m[0], "short"] for m in members if m[2]]
         shared = _shared([x.at[xk, "regions"]], y.loc[keys, "regions"])
         named_x, named_y = bool(x.at[xk, "regions"]), bool(set().union(*y.loc[keys, "regions"]))
-        reason = f"Inductor name fuses {'+'.join(x.at[xk, 'fused'])}; launched by {', '.join(op_names)}"
+        ops_text = FUSED.match(x.at[xk, "full_name"])["ops"]
+        reason = f"Inductor named it for {ops_text}; {y_label}'s kernels were launched by {', '.join(op_names)}"
         if shared:
             reason += f" in {', '.join(sorted(shared))}"
         if ambiguous:

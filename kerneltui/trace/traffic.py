@@ -209,10 +209,13 @@ def _parse_ops(trace: Trace, op_rows: np.ndarray) -> pd.DataFrame:
     return pd.DataFrame(records, columns=["bytes", "flops", "largest", "basis", "dtype"], index=op_rows)
 
 
-def compute_traffic(trace: Trace) -> Traffic:
-    """Bytes, FLOPs and achieved bandwidth for every GPU event of a trace."""
+def compute_traffic(trace: Trace, device_name: str | None = None) -> Traffic:
+    """Bytes, FLOPs and achieved bandwidth for every GPU event of a trace.
+
+    The peak comes from the trace's device name unless ``device_name`` is given.
+    """
     g = trace.gpu
-    spec = device_spec(trace.meta.device_name)
+    spec = device_spec(device_name or trace.meta.device_name)
     kind = g["kind"].to_numpy()
     dur = g["dur"].to_numpy().astype(np.float64)
     op_row = g["op_row"].to_numpy()
@@ -264,20 +267,3 @@ def _rates(out: pd.DataFrame, spec: DeviceSpec | None) -> None:
     tags = pd.unique(out["dtype"])
     peak = {tag: (spec.peak_tflops(tag) if spec else None) or np.nan for tag in tags}
     out["flops_share"] = out["tflops"].to_numpy() / out["dtype"].map(peak).to_numpy(np.float64)
-
-
-def rates(bytes_: float, flops: float, dur_ns: float, spec: DeviceSpec | None, dtype: str = "") -> dict:
-    """Achieved GB/s (or TFLOP/s for GEMMs) of an aggregate, with its share of the peak."""
-    out = {"gbs": math.nan, "peak_share": math.nan, "above_peak": False, "tflops": math.nan, "flops_share": math.nan}
-    if dur_ns <= 0:
-        return out
-    if flops == flops and flops > 0:
-        out["tflops"] = flops / dur_ns / 1e3
-        peak = spec.peak_tflops(dtype) if spec else None
-        out["flops_share"] = out["tflops"] / peak if peak else math.nan
-    elif bytes_ == bytes_:
-        out["gbs"] = bytes_ / dur_ns
-        if spec:
-            out["peak_share"] = out["gbs"] / spec.bandwidth_gbs
-            out["above_peak"] = bool(out["peak_share"] > 1.0)
-    return out

@@ -1,0 +1,81 @@
+"""`kerneltui diff A B`: what changed on the GPU between two traces (eager vs compiled, or before vs after).
+
+Opens the side-by-side screen; ``--format`` prints the same facts instead, and
+``--fail-if-slower`` turns the diff into a CI check.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+
+from kerneltui.errors import UserError
+
+HELP = "Compare two traces: launches, GPU/CPU time, bytes moved, and which kernels replaced which."
+
+SHARE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*%?\s*$")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("a", metavar="A", help="the baseline trace, e.g. the eager run (.json or .json.gz)")
+    parser.add_argument("b", metavar="B", help="the trace to compare, e.g. the torch.compile run")
+    parser.add_argument(
+        "--format",
+        choices=("table", "json", "markdown"),
+        help="print the diff instead of opening the screen (table fits 80 columns)",
+    )
+    parser.add_argument(
+        "--fail-if-slower",
+        metavar="PCT",
+        type=parse_share,
+        help="exit 1 when B's GPU time per step/call is more than PCT above A's (e.g. 5%%);"
+        " prints the table unless --format says otherwise",
+    )
+    parser.add_argument("--top", type=int, metavar="N", help="only the first N rows of the matched table")
+
+
+def parse_share(text: str) -> float:
+    """'5%' or '5' -> 0.05."""
+    m = SHARE.match(text)
+    if not m:
+        raise argparse.ArgumentTypeError(f"expected a percentage such as 5%, not {text!r}")
+    return float(m.group(1)) / 100
+
+
+def run(args: argparse.Namespace) -> int:
+    fmt = args.format or ("table" if args.fail_if_slower is not None else None)
+    if fmt is None:
+        from kerneltui.tui.diff.app import run_app
+
+        return run_app(args.a, args.b)
+
+    from kerneltui import diff_report
+    from kerneltui.trace import load_trace
+    from kerneltui.trace.diff import diff_traces
+
+    a, b = load_trace(args.a), load_trace(args.b)
+    d = diff_traces(a, b)
+    if fmt == "json":
+        text = diff_report.as_json(d)
+    elif fmt == "markdown":
+        text = diff_report.as_markdown(d, args.top)
+    else:
+        text = diff_report.as_table(d, args.top)
+    sys.stdout.write(text)
+    sys.stdout.flush()
+    for trace in (a, b):
+        for warning in trace.meta.warnings:
+            print(f"kerneltui: {trace.meta.path}: {warning}", file=sys.stderr)
+    if args.fail_if_slower is not None:
+        change = d.gpu_change
+        if change != change:
+            raise UserError("--fail-if-slower: no GPU time to compare in A or B")
+        if change > args.fail_if_slower:
+            print(
+                f"kerneltui: B's GPU time per {d.b.unit} is {100 * change:.1f}% above A's"
+                f" (limit {100 * args.fail_if_slower:g}%)",
+                file=sys.stderr,
+            )
+            return 1
+    return 2 if a.meta.truncated or b.meta.truncated else 0

@@ -1,0 +1,177 @@
+"""`kerneltui diff A B --format table|json|markdown`: a TraceDiff as text.
+
+The same numbers the diff screen shows, from the same ``TraceDiff``; the table
+fits 80 columns so it reads in a CI log.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import textwrap
+
+import orjson
+
+from kerneltui.trace.diff import SideFacts, TraceDiff
+from kerneltui.units import ellipsize, fmt_bytes, fmt_ns
+
+WIDTH = 80
+ABOVE_PEAK = "!"  # marks a bandwidth above the device's peak: the data sat in cache
+
+
+# -- cells shared with the screen -------------------------------------------------
+def num(x: float, digits: int = 2) -> str:
+    """A count or ratio: whole numbers without decimals, "–" for unknown."""
+    if x is None or x != x:
+        return "–"
+    if abs(x - round(x)) < 0.005:
+        return f"{round(x):,}"
+    return f"{x:,.{digits}f}".rstrip("0").rstrip(".")
+
+
+def ratio(x: float) -> str:
+    return "–" if x is None or x != x else f"{x:.2f}x"
+
+
+def us(ns: float) -> str:
+    return "–" if ns is None or ns != ns else f"{ns / 1e3:,.2f}"
+
+
+def delta_us(ns: float) -> str:
+    return "–" if ns is None or ns != ns else f"{ns / 1e3:+,.2f}"
+
+
+def nbytes(x: float) -> str:
+    return "–" if x is None or x != x else fmt_bytes(x)
+
+
+def rate(gbs: float, share: float, above: bool, tflops: float = math.nan, flops_share: float = math.nan) -> str:
+    """"4,747 GB/s 99%", "5,282 GB/s 110%!" (above peak), "713 TFLOP/s 72%" for GEMMs, "–"."""
+    if tflops == tflops:
+        return f"{tflops:,.0f} TFLOP/s" + (f" {100 * flops_share:.0f}%" if flops_share == flops_share else "")
+    if gbs != gbs:
+        return "–"
+    text = f"{gbs:,.0f} GB/s"
+    if share == share:
+        text += f" {100 * share:.0f}%" + (ABOVE_PEAK if above else "")
+    return text
+
+
+def side_rate(m, side: str) -> str:
+    return rate(
+        getattr(m, f"{side}_gbs"), getattr(m, f"{side}_peak_share"), bool(getattr(m, f"{side}_above_peak")),
+        getattr(m, f"{side}_tflops"), getattr(m, f"{side}_flops_share"),
+    )
+
+
+def headline_rows(d: TraceDiff) -> list[tuple[str, str, str, str]]:
+    """(fact, A, B, B/A) rows: the header of the screen and of every format."""
+    a, b, r = d.a, d.b, d.ratios
+    unit = b.unit
+    cpu_known = r.get("cpu_ns") == r.get("cpu_ns")
+    return [
+        ("device", a.device, b.device, ""),
+        (f"{unit}s", f"{a.iterations} ({source_label(a)})", f"{b.iterations} ({source_label(b)})", ""),
+        (f"launches/{unit}", num(a.launches), num(b.launches), ratio(r["launches"])),
+        (f"GPU time/{unit}", fmt_ns(a.gpu_ns), fmt_ns(b.gpu_ns), ratio(r["gpu_ns"])),
+        ("GPU busy", f"{100 * a.busy_share:.1f}%", f"{100 * b.busy_share:.1f}%", ""),
+        (f"CPU time/{unit}", fmt_ns(a.cpu_ns), fmt_ns(b.cpu_ns), ratio(r["cpu_ns"]) if cpu_known else "not compared"),
+        (f"bytes moved/{unit}", nbytes(a.bytes), nbytes(b.bytes), ratio(r["bytes"])),
+        ("array-sized transfers", num(a.transfers, 1), num(b.transfers, 1), ratio(r["transfers"])),
+        ("achieved bandwidth", _side_bw(a), _side_bw(b), ""),
+    ]
+
+
+def source_label(s: SideFacts) -> str:
+    """How the steps/calls were found, in a few words: "mlp_forward", "repeated ops"."""
+    text = s.iteration_source
+    if text.startswith("record_function "):
+        return text[len("record_function ") :].strip("'")
+    return {"repeated op sequence": "repeated ops"}.get(text, text)
+
+
+def _side_bw(s: SideFacts) -> str:
+    share = s.gbs / s.peak_gbs if s.peak_gbs == s.peak_gbs else math.nan
+    return rate(s.gbs, share, share == share and share > 1)
+
+
+def match_label(kind: str, confidence: str) -> str:
+    return f"{kind}·{confidence}"
+
+
+# -- table --------------------------------------------------------------------------
+def as_table(d: TraceDiff, top: int | None = None) -> str:
+    lines = [f"A  {d.a.path}", f"B  {d.b.path}", ""]
+    rows = headline_rows(d)
+    lines.append(f"{'':<22}{'A':<22}{'B':<22}{'B/A':>8}")
+    for fact, a, b, r in rows:
+        lines.append(f"{fact:<22}{ellipsize(a, 21):<22}{ellipsize(b, 21):<22}{r:>8}".rstrip())
+    lines.append("")
+    lines += _wrap("; ".join(d.facts))
+    lines += _wrap(d.verdict.text)
+    lines.append("")
+    unit = d.b.unit
+    lines.append(f"{'kernels, A → B':<64}{'match':>16}")
+    matches = d.matches if top is None else d.matches.head(top)
+    for m in matches.itertuples():
+        label = match_label(m.kind, m.confidence)
+        lines.append(f"{ellipsize(m.name, WIDTH - len(label) - 1):<{WIDTH - len(label)}}{label}")
+        lines.append(
+            f"  {num(m.a_count)} → {num(m.b_count)} launches/{unit}, {us(m.a_ns)} → {us(m.b_ns)} GPU µs/{unit}"
+            f" ({delta_us(m.delta_ns)})"
+        )
+        traffic = (
+            f"  {nbytes(m.a_bytes)} → {nbytes(m.b_bytes)}, {num(m.a_transfers, 1)} → {num(m.b_transfers, 1)}"
+            f" transfers, {side_rate(m, 'a')} → {side_rate(m, 'b')}"
+        )
+        lines.append(ellipsize(traffic, WIDTH))
+        lines += _wrap(m.reason, indent="  ")
+    if top is not None and len(d.matches) > top:
+        lines.append(f"… {len(d.matches) - top} more (--top)")
+    if (d.matches["a_above_peak"] | d.matches["b_above_peak"]).any():
+        lines.append(f"{ABOVE_PEAK} above the device's peak bandwidth: the data sat in cache (L2)")
+    if d.notes:
+        lines += ["", "not compared:"]
+        for note in d.notes:
+            lines += _wrap(note, indent="  ")
+    return "\n".join(lines) + "\n"
+
+
+def _wrap(text: str, indent: str = "") -> list[str]:
+    return textwrap.wrap(text, WIDTH, initial_indent=indent, subsequent_indent=indent + "  ",
+                         break_long_words=False, break_on_hyphens=False)
+
+
+# -- markdown -----------------------------------------------------------------------
+def as_markdown(d: TraceDiff, top: int | None = None) -> str:
+    a_name, b_name = os.path.basename(d.a.path), os.path.basename(d.b.path)
+    lines = [f"### kerneltui diff: `{a_name}` → `{b_name}`", "", f"**{'; '.join(d.facts)}**", "", d.verdict.text, ""]
+    lines += ["| | A | B | B/A |", "|---|---|---|---|"]
+    for fact, a, b, r in headline_rows(d):
+        lines.append(f"| {fact} | {_md(a)} | {_md(b)} | {r} |")
+    unit = d.b.unit
+    lines += [
+        "",
+        f"| kernel | match | launches/{unit} | GPU µs/{unit} | Δ µs | bytes/{unit} | achieved | reason |",
+        "|---|---|---|---|---:|---|---|---|",
+    ]
+    matches = d.matches if top is None else d.matches.head(top)
+    for m in matches.itertuples():
+        lines.append(
+            f"| `{_md(m.name)}` | {match_label(m.kind, m.confidence)} | {num(m.a_count)} → {num(m.b_count)}"
+            f" | {us(m.a_ns)} → {us(m.b_ns)} | {delta_us(m.delta_ns)} | {nbytes(m.a_bytes)} → {nbytes(m.b_bytes)}"
+            f" | {side_rate(m, 'a')} → {side_rate(m, 'b')} | {_md(m.reason)} |"
+        )
+    if d.notes:
+        lines += ["", "Not compared:", ""] + [f"- {_md(n)}" for n in d.notes]
+    return "\n".join(lines) + "\n"
+
+
+def _md(text: str) -> str:
+    return str(text).replace("|", "\\|")
+
+
+# -- json ---------------------------------------------------------------------------
+def as_json(d: TraceDiff) -> str:
+    doc = {"kerneltui_diff": 1, **d.to_dict()}
+    return orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY).decode() + "\n"
