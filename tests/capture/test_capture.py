@@ -29,8 +29,16 @@ DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 # example -> (its -p options, the file-name stem they give, the parameters stored)
 CASES = {
     "add_relu": (["-p", "n=1e3"], "add_relu_n1000", {"n": 1000, "device": DEVICE}),
-    "mlp": (["-p", "width=32", "-p", "tokens=16"], "mlp_width32_tokens16", {"width": 32, "tokens": 16, "device": DEVICE}),
-    "train_step": (["-p", "batch=8", "-p", "width=16"], "train_step_batch8_width16", {"batch": 8, "width": 16, "device": DEVICE}),
+    "mlp": (
+        ["-p", "width=32", "-p", "tokens=16"],
+        "mlp_width32_tokens16",
+        {"width": 32, "tokens": 16, "device": DEVICE},
+    ),
+    "train_step": (
+        ["-p", "batch=8", "-p", "width=16"],
+        "train_step_batch8_width16",
+        {"batch": 8, "width": 16, "device": DEVICE},
+    ),
 }
 
 
@@ -48,7 +56,8 @@ def read(path: Path) -> dict:
 
 
 def spans(trace: dict, cat: str, prefix: str) -> list[dict]:
-    return [e for e in trace["traceEvents"] if e.get("ph") == "X" and e.get("cat") == cat and e["name"].startswith(prefix)]
+    events = trace["traceEvents"]
+    return [e for e in events if e.get("ph") == "X" and e.get("cat") == cat and e["name"].startswith(prefix)]
 
 
 def write_workload(directory: Path, name: str, source: str) -> Path:
@@ -146,13 +155,18 @@ def test_report_gives_per_call_numbers_files_and_the_diff(captured):
     if DEVICE == "cpu":
         assert "CUDA is not available" in err
         # No GPU: zero launches per call, in both modes.
-        assert [line.split()[1] for line in out.splitlines() if line.strip().startswith(("eager", "compiled"))] == ["0", "0"]
+        rows = [line.split() for line in out.splitlines() if line.strip().startswith(("eager", "compiled"))]
+        assert [row[1] for row in rows] == ["0", "0"]
 
 
-def test_sweep_writes_one_pair_per_value(tmp_path):
+def test_sweep_writes_one_pair_per_value_and_opens_the_last(tmp_path, monkeypatch):
+    opened = []
+    monkeypatch.setattr("kerneltui.cli.main", lambda argv: opened.append(argv) or 0)
     rc, out, err = capture(str(EXAMPLES / "add_relu.py"), "--sweep", "n=8,1e1", "--steps", "1", "--warmup", "1",
-                           "-o", str(tmp_path))
+                           "-o", str(tmp_path), "--open")
     assert rc == 0, err
+    last_pair = [str(tmp_path / "add_relu_n10_eager.json.gz"), str(tmp_path / "add_relu_n10_compiled.json.gz")]
+    assert opened == [["diff", *last_pair]]
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         "add_relu_n10_compiled.json.gz", "add_relu_n10_eager.json.gz",
         "add_relu_n8_compiled.json.gz", "add_relu_n8_eager.json.gz",
@@ -212,7 +226,8 @@ def test_workload_error_shows_user_frames_and_keeps_the_finished_mode(tmp_path):
     assert f'File "{source}", line 7, in explode' in err
     assert "kerneltui/capture" not in err  # our frames are trimmed
     assert err.rstrip().splitlines()[-1] == (
-        f"kerneltui: fragile n=8 compiled: ValueError in the first compiled call; kept {out_dir}/fragile_n8_eager.json.gz"
+        "kerneltui: fragile n=8 compiled: ValueError in the first compiled call; "
+        f"kept {out_dir}/fragile_n8_eager.json.gz"
     )
     assert sorted(p.name for p in out_dir.iterdir()) == ["fragile_n8_eager.json.gz"]
     assert len(spans(read(out_dir / "fragile_n8_eager.json.gz"), "user_annotation", "ProfilerStep#")) == 1
