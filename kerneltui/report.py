@@ -51,13 +51,22 @@ def headline(s: TraceSummary) -> list[str]:
         f"CPU ops     {fmt_ns(s.cpu_ns)} in top-level ops",
     ]
     if s.capture:
-        c = s.capture
-        params = " ".join(f"{k}={v}" for k, v in (c.get("params") or {}).items())
-        lines.append(
-            f"captured    {c.get('workload', '?')} {params} mode={c.get('mode', '?')}"
-            f" torch {c.get('torch', '?')}".rstrip()
-        )
+        lines.append(f"captured    {describe_capture(s.capture)}")
     return lines
+
+
+def describe_capture(c: dict) -> str:
+    """One line from the block `kerneltui capture` stores: what ran, how, on what."""
+    params = " ".join(f"{k}={v}" for k, v in (c.get("params") or {}).items() if k != "device")
+    mode = c.get("mode", "?")
+    if c.get("compile_mode"):
+        mode += f" ({c['compile_mode']})"
+    parts = [f"{c.get('name', '?')} {params}".strip(), mode, f"torch {c.get('torch', '?')}"]
+    if c.get("profiled_calls") is not None:
+        parts.append(f"{c['profiled_calls']} calls after {c.get('warmup_calls', '?')} warm-up")
+    if c.get("compile_seconds") is not None:
+        parts.append(f"compiled in {c['compile_seconds']:.1f}s")
+    return ", ".join(parts)
 
 
 NUMBERS_HEAD = f"{'count':>7} {'total':>8} {'mean':>8} {'min':>8} {'max':>8} {'share':>6}"

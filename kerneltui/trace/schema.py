@@ -129,4 +129,8 @@ class TraceMeta:
 
     @property
     def device_name(self) -> str:
-        return self.devices[0].name if self.devices else "unknown device"
+        if self.devices:
+            return self.devices[0].name
+        if self.capture and self.capture.get("device"):
+            return str(self.capture["device"])  # a CPU-only capture names its processor
+        return "unknown device"
