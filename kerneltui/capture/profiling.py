@@ -25,8 +25,13 @@ class Settings:
 
 @dataclass(frozen=True)
 class ModeRun:
-    compile_seconds: float | None  # first compiled call, which includes compiling; None in eager
+    mode: str
     first_call_seconds: float
+
+    @property
+    def compile_seconds(self) -> float | None:
+        """The first compiled call, which compiles; None in eager mode."""
+        return self.first_call_seconds if self.mode == "compiled" else None
 
 
 def _synchronize() -> None:
@@ -75,13 +80,15 @@ def run_mode(
     with warnings.catch_warnings():
         # Its warm-up advice is for schedules without one; ours ran just above, unprofiled.
         warnings.filterwarnings("ignore", message="Profiler won't be using warmup")
-        steps = schedule(wait=0, warmup=0, active=settings.steps, repeat=1)
+        # repeat=1: after the last active step the profile stops; by default (repeat=0) it would
+        # open a new, empty cycle, and that is what export_chrome_trace would then write.
+        window = schedule(wait=0, warmup=0, active=settings.steps, repeat=1)
     with profile(
         activities=activities,
         record_shapes=True,
         with_stack=settings.with_stack,
         profile_memory=settings.profile_memory,
-        schedule=steps,
+        schedule=window,
     ) as prof:
         progress(f"profiling {settings.steps} calls")
         for i in range(settings.steps):
@@ -91,7 +98,4 @@ def run_mode(
             prof.step()  # ends ProfilerStep#i: the viewers count kernels per call from these
     progress("exporting the trace")
     prof.export_chrome_trace(str(export_to))
-    return ModeRun(
-        compile_seconds=first_call_seconds if mode == "compiled" else None,
-        first_call_seconds=first_call_seconds,
-    )
+    return ModeRun(mode, first_call_seconds)

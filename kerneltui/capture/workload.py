@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib.machinery
 import importlib.util
 import inspect
+import os
 import re
 import sys
 import traceback
@@ -137,21 +138,15 @@ def build(workload: WorkloadFile, params: dict[str, Any]) -> tuple[Callable[...,
     )
 
 
-def _is_ours(filename: str) -> bool:
-    torch = sys.modules.get("torch")
-    torch_dir = str(Path(torch.__file__).parent) if torch and torch.__file__ else None
-    return (
-        filename.startswith(_PACKAGE_DIR)
-        or filename.startswith("<frozen ")
-        or bool(torch_dir and filename.startswith(torch_dir))
-    )
-
-
 def user_traceback(error: BaseException) -> str:
     """The traceback as `python model.py` would print it: starting at the user's own frames."""
+    torch = sys.modules.get("torch")
+    ours = tuple(
+        [_PACKAGE_DIR + os.sep, "<frozen "] + ([str(Path(torch.__file__).parent) + os.sep] if torch else [])
+    )
     report = traceback.TracebackException.from_exception(error)
     frames = list(report.stack)
-    first = next((i for i, frame in enumerate(frames) if not _is_ours(frame.filename)), len(frames))
+    first = next((i for i, frame in enumerate(frames) if not frame.filename.startswith(ours)), len(frames))
     # With no frame of theirs (a torch.compile failure), torch's frames are the only clue: keep them.
     if first < len(frames) or isinstance(error, SyntaxError):
         report.stack = traceback.StackSummary.from_list(frames[first:])
