@@ -24,6 +24,7 @@ Messages (each has ``.timeline`` and ``.control``):
     Timeline.WindowChanged(start, end)  any change of the window (keys, mouse or code)
     Timeline.Selected(id)               the user moved the selection inside the timeline
     Timeline.Activated(id)              enter: "show this in the table"
+    Timeline.StepShown(index)           [ or ] put step ``index`` (of set_steps) in the window
 
 Times are int64 ns in whatever origin the lanes use (``lanes_from_trace`` puts 0
 at the trace's start, so two traces share an axis). Two timelines stay in step
@@ -84,7 +85,7 @@ class Timeline(Widget, can_focus=True):
     }
 
     DEFAULT_CSS = """
-    Timeline { height: 8; }
+    Timeline { height: auto; max-height: 12; }
     Timeline > .timeline--axis { color: $text-muted; }
     Timeline > .timeline--label { color: $text-muted; }
     Timeline > .timeline--label-cursor { color: $text; text-style: bold reverse; }
@@ -119,6 +120,15 @@ class Timeline(Widget, can_focus=True):
     class Activated(Selected):
         pass
 
+    class StepShown(Message):
+        def __init__(self, timeline: Timeline, index: int) -> None:
+            super().__init__()
+            self.timeline, self.index = timeline, index
+
+        @property
+        def control(self) -> Timeline:
+            return self.timeline
+
     window: reactive[tuple[int, int]] = reactive((0, 1), layout=False)
     selected: reactive[int | None] = reactive(None)
     full_names: reactive[bool] = reactive(False)
@@ -129,6 +139,7 @@ class Timeline(Widget, can_focus=True):
         super().__init__(name=name, id=id, classes=classes)
         self.lanes: list[Lane] = []
         self.bounds = (0, 1)
+        self._fixed_bounds = False
         self.label_width = label_width
         self.origin_label = ""
         self.lane_cursor = 0
@@ -143,8 +154,15 @@ class Timeline(Widget, can_focus=True):
 
     # -- driving it from outside ---------------------------------------------
     def set_lanes(self, lanes: Sequence[Lane], bounds: tuple[int, int] | None = None) -> None:
-        """Replace the lanes; the window is kept (clamped to the new bounds)."""
+        """Replace the lanes; the window is kept (clamped to the bounds).
+
+        ``bounds`` (the zoom-out limit) defaults to the bounds given before, else the lanes' extent.
+        """
         self.lanes = list(lanes)
+        if bounds is None and self._fixed_bounds:
+            bounds = self.bounds
+        elif bounds is not None:
+            self._fixed_bounds = True
         if bounds is None:
             extents = [lane.extent for lane in self.lanes if len(lane)]
             bounds = (min(e[0] for e in extents), max(e[1] for e in extents)) if extents else self.bounds
@@ -156,6 +174,7 @@ class Timeline(Widget, can_focus=True):
         else:
             self.set_reactive(Timeline.window, clamped)
         self._invalidate()
+        self.refresh(layout=True)  # the height follows the number of lanes
 
     def set_window(self, start: int, end: int) -> None:
         self.window = (int(start), int(end))
@@ -167,6 +186,7 @@ class Timeline(Widget, can_focus=True):
     def set_steps(self, starts: np.ndarray, ends: np.ndarray, labels: Sequence[str]) -> None:
         self._steps = (np.asarray(starts, np.int64), np.asarray(ends, np.int64), tuple(labels))
         self._invalidate()
+        self.refresh(layout=True)
 
     def select(self, id_: int | None, reveal: bool = True) -> None:
         self.selected = id_
@@ -236,6 +256,9 @@ class Timeline(Widget, can_focus=True):
     def on_resize(self) -> None:
         self._invalidate()
 
+    def get_content_height(self, container, viewport, width: int) -> int:
+        return self._header_rows() + max(len(self.lanes), 1)
+
     def _min_span(self) -> int:
         return max(self._plot_width(), 10)  # 1 ns per cell is as fine as Kineto's clock
 
@@ -295,6 +318,7 @@ class Timeline(Widget, can_focus=True):
             current += 1  # between two steps: "previous" is the one just before
         target = min(max(current + delta, 0), len(starts) - 1)
         self.show_span(int(starts[target]), int(ends[target]), margin=0.02)
+        self.post_message(self.StepShown(self, target))
 
     def action_activate(self) -> None:
         if self.selected is not None:
@@ -411,17 +435,18 @@ class Timeline(Widget, can_focus=True):
         plot = len(edges) - 1
         w0, w1 = int(edges[0]), int(edges[-1])
         chars = [" "] * plot
+        center = self._selection_center()
+        marker = min(int((center - w0) * plot // (w1 - w0)), plot - 1) if center is not None and w0 <= center < w1 else -9
         step = nice_step(w1 - w0, plot, 10)
         t = -(-w0 // step) * step
         while t < w1:
             col = int((t - w0) * plot // (w1 - w0))
             label = "╵" + tick_label(t)
-            if col + len(label) <= plot:
+            if col + len(label) <= plot and not col - 1 <= marker <= col + len(label):
                 chars[col : col + len(label)] = label
             t += step
-        center = self._selection_center()
-        if center is not None and w0 <= center < w1:
-            chars[min(int((center - w0) * plot // (w1 - w0)), plot - 1)] = "▼"
+        if marker >= 0:
+            chars[marker] = "▼"  # where the selection is, even when it is thinner than a cell
         label = self.origin_label or f"span {fmt_ns(w1 - w0)}"
         return self._strip([self._margin(label, "timeline--axis"), Segment("".join(chars), self._style("timeline--axis"))])
 
@@ -430,15 +455,17 @@ class Timeline(Widget, can_focus=True):
         w0, w1 = int(edges[0]), int(edges[-1])
         starts, ends, labels = self._steps
         chars = [" "] * plot
-        visible = np.flatnonzero((ends > w0) & (starts < w1))
+        # a step's GPU work runs into the next step's CPU span: draw each up to the next start
+        drawn_ends = np.minimum(ends, np.append(starts[1:], np.iinfo(np.int64).max))
+        visible = np.flatnonzero((drawn_ends > w0) & (starts < w1))
         for i in visible:
             c0 = int((max(starts[i], w0) - w0) * plot // (w1 - w0))
-            c1 = min(int((min(ends[i], w1) - w0) * plot // (w1 - w0)), plot - 1)
+            c1 = min(int((min(drawn_ends[i], w1) - w0) * plot // (w1 - w0)), plot - 1)
             for c in range(c0, c1 + 1):
                 chars[c] = "─"
             if starts[i] >= w0:
                 chars[c0] = "├"
-            if ends[i] < w1:
+            if drawn_ends[i] < w1 and drawn_ends[i] == ends[i]:
                 chars[c1] = "┤"
             text = f" {labels[i]} " if c1 - c0 > len(labels[i]) + 3 else f"{i + 1}"
             if c1 - c0 >= len(text) + 2:

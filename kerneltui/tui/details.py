@@ -1,0 +1,173 @@
+"""The facts of one launch (or one CPU-side event) as label/value lines, without Textual.
+
+Everything here is a lookup into tables built in the loading worker; nothing
+scans the trace, so moving the cursor through a million launches stays cheap.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from kerneltui.trace.schema import KIND_LABEL, Kind
+from kerneltui.tui.model import Browse, Kernels
+from kerneltui.units import fmt_bytes, fmt_ns, fmt_share
+
+PENDING = "…"  # shown while the second loading stage is still running
+
+
+@dataclass(frozen=True)
+class Details:
+    title: str
+    rows: tuple[tuple[str, str], ...]
+
+    def value(self, label: str) -> str | None:
+        return next((v for k, v in self.rows if k == label), None)
+
+
+def fmt_rate(gbs: float) -> str:
+    if gbs >= 1000:
+        return f"{gbs / 1000:.2f} TB/s"
+    return f"{gbs:.1f} GB/s" if gbs >= 1 else f"{gbs * 1000:.1f} MB/s"
+
+
+def dims(x: int, y: int, z: int) -> str:
+    return f"{x}×{y}×{z}" if x >= 0 else "–"
+
+
+def occupancy_text(value: float) -> str:
+    # Kineto writes 0 for nvjet/cuDNN/sm80 kernels: a kernel that ran was not at 0 %, so 0 means unknown
+    if value is None or math.isnan(value) or value <= 0:
+        return "unknown (not reported for this kernel)"
+    return f"{value:.0f}% (estimated achieved)"
+
+
+def launch_details(kernels: Kernels, browse: Browse | None, launch: int, full_names: bool = False) -> Details:
+    trace = kernels.trace
+    g = trace.gpu
+    r = g.iloc[launch]
+    code = int(kernels.key_codes[launch])
+    short, full = kernels.key_short[code], kernels.key_full[code]
+    kind = Kind(int(r["kind"]))
+    rows: list[tuple[str, str]] = []
+    if full != short or full_names:
+        rows.append(("full name", full))
+    if full_names:
+        rows.append(("short name", short))
+    if kind != Kind.KERNEL:
+        rows.append(("kind", KIND_LABEL[kind]))
+    same = kernels.key_codes == code
+    nth = int(np.count_nonzero(same[:launch])) + 1
+    stat = kernels.stats.iloc[int(kernels.stats_row_of_code[code])]
+    # most telling first: the narrow layout shows the first six lines without scrolling
+    rows.append(("launch", f"{nth:,} of {int(stat['count']):,} · {fmt_ns(int(r['dur']))} · "
+                           f"starts {fmt_ns(int(r['ts']) - kernels.origin)}"))
+    rows.append(("all launches", f"{fmt_ns(stat['total_ns'])} total, mean {fmt_ns(stat['mean_ns'])} "
+                                 f"({fmt_ns(stat['min_ns'])}–{fmt_ns(stat['max_ns'])}), "
+                                 f"{fmt_share(stat['share'])} of GPU time"))
+    if browse is None:
+        rows.append(("op", str(r["op"]) or "–"))
+    else:
+        stack = [trace.name(int(trace.events["name"].iat[a])) for a in trace.ancestors(int(r["launch_row"]))]
+        rows.append(("op", " › ".join(stack) if stack else (str(r["op"]) or "–")))
+        rows.append(("source", _source(trace, browse, launch)))
+    rows.append(("step", _step_label(trace, int(r["iteration"]))))
+    if kind == Kind.KERNEL:
+        rows.append(("grid", f"{dims(int(r['grid_x']), int(r['grid_y']), int(r['grid_z']))}"
+                             f"  block {dims(int(r['block_x']), int(r['block_y']), int(r['block_z']))}"))
+        rows.append(("registers", str(int(r["registers"])) if r["registers"] >= 0 else "–"))
+        rows.append(("shared mem", fmt_bytes(int(r["shared_memory"])) if r["shared_memory"] >= 0 else "–"))
+        rows.append(("occupancy", occupancy_text(float(r["occupancy"]))))
+    rows.append(("stream", f"GPU {int(r['device'])}, stream {int(r['stream'])}"))
+    rows.append(("launched", _launch_text(kernels, r)))
+    if browse is None:
+        rows += [("source", PENDING), ("bytes", PENDING)]
+    else:
+        rows += _traffic_rows(trace, browse, launch, kind)
+    return Details(full if full_names else short, tuple(rows))
+
+
+def _step_label(trace, iteration: int) -> str:
+    its = trace.iterations
+    if iteration < 0:
+        return f"outside any {its.unit}"
+    return f"{its.labels[iteration]}  ({its.unit} {iteration + 1} of {its.count})"
+
+
+def _launch_text(kernels: Kernels, r) -> str:
+    if int(r["launch_row"]) < 0:
+        return "no launch call in the trace (CUDA activity only?)"
+    trace = kernels.trace
+    lane = int(r["launch_lane"])
+    thread = f"t{trace.lanes['tid'].iat[lane]}" if lane >= 0 else "?"
+    wait = int(r["ts"]) - int(r["launch_ts"])
+    graph = ", CUDA-graph replay" if bool(r["graph"]) else ""
+    return f"{r['launch']} on CPU {thread} ({fmt_ns(int(r['launch_dur']))}); GPU began {fmt_ns(wait)} later{graph}"
+
+
+def _source(trace, browse: Browse, launch: int) -> str:
+    if browse.sources is None:
+        return "not recorded (profile with with_stack=True)"
+    source = str(browse.sources["source"].iat[launch])
+    module = str(browse.sources["module"].iat[launch])
+    if not source:
+        return "no frame of your code around this launch"
+    return f"{source}  [{module}]" if module else source
+
+
+def _traffic_rows(trace, browse: Browse, launch: int, kind: Kind) -> list[tuple[str, str]]:
+    t = browse.traffic
+    if t is None:
+        g = trace.gpu
+        if kind != Kind.KERNEL and g["bytes"].iat[launch] >= 0:
+            b = int(g["bytes"].iat[launch])
+            return [("bytes", f"{fmt_bytes(b)}, {fmt_rate(b / max(int(g['dur'].iat[launch]), 1))}")]
+        return [("bytes", "unknown (traffic model not available)")]
+    row = t.iloc[launch]
+    basis = str(row["basis"])
+    if math.isnan(row["bytes"]):
+        reason = {"no-shapes": "profile with record_shapes=True", "cuda-graph": "CUDA-graph replays have no op",
+                  "no-op": "no launching op"}.get(basis, basis)
+        return [("bytes", f"unknown ({reason})")]
+    out = [("bytes", f"{fmt_bytes(row['bytes'])} ({basis})")]
+    spec = browse.device_spec
+    peak = getattr(spec, "name", "peak")
+    if not math.isnan(row["tflops"]):
+        share = f", {fmt_share(row['flops_share'])} of {peak} {row['dtype']} peak" if not math.isnan(row["flops_share"]) else ""
+        out.append(("compute", f"{row['tflops']:.1f} TFLOP/s{share}"))
+    elif not math.isnan(row["gbs"]):
+        share = f", {fmt_share(row['peak_share'])} of {peak} peak" if not math.isnan(row["peak_share"]) else ""
+        flag = "  above HBM peak: data was in L2" if bool(row["above_peak"]) else ""
+        out.append(("bandwidth", f"{fmt_rate(row['gbs'])}{share}{flag}"))
+    return out
+
+
+def event_details(kernels: Kernels, browse: Browse | None, row: int) -> Details:
+    """A CPU-side event of the launch list (runtime call, CPU op, annotation, allocator event)."""
+    trace = kernels.trace
+    ev = trace.events
+    kind = Kind(int(ev["kind"].iat[row]))
+    lane = int(ev["lane"].iat[row])
+    rows = [
+        ("kind", KIND_LABEL[kind]),
+        ("thread", f"{trace.lanes['thread'].iat[lane] or trace.lanes['tid'].iat[lane]}"),
+        ("start", fmt_ns(int(ev["ts"].iat[row]) - kernels.origin)),
+        ("duration", fmt_ns(int(ev["dur"].iat[row]))),
+    ]
+    if kind == Kind.MEMORY:
+        rows.append(("bytes", f"{int(ev['bytes'].iat[row]):+,} B"))
+    if browse is not None and kind != Kind.MEMORY:
+        stack = [trace.name(int(ev["name"].iat[a])) for a in trace.ancestors(row)]
+        rows.append(("op stack", " › ".join(stack) if stack else "–"))
+    if kind == Kind.CPU_OP:
+        shapes = trace.shapes(row)
+        if shapes:
+            rows.append(("input dims", str(shapes["dims"])))
+            rows.append(("input types", ", ".join(str(t) for t in shapes["types"])))
+    if browse is not None and kind in (Kind.RUNTIME, Kind.DRIVER):
+        launched = int(browse.row_to_launch_of_call(row))
+        if launched >= 0:
+            rows.append(("launched", kernels.key_short[int(kernels.key_codes[launched])]))
+    return Details(trace.name(int(ev["name"].iat[row])), tuple(rows))

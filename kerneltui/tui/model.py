@@ -1,0 +1,248 @@
+"""What the browser shows, computed from a Trace without Textual.
+
+Two stages, so that a big trace shows its kernel table while the rest is built:
+
+* ``Kernels``: the kernel table (``kernel_stats``, the same function as
+  ``kerneltui summary``) and the arrays needed to filter it;
+* ``Browse``: everything else (timeline lanes, noise events, traffic, sources,
+  the summary line), built in the same worker right after.
+
+Both are frozen and published once; the UI thread only reads them. Filtering
+works on the few distinct names and maps the answer to rows with one gather,
+so a keystroke costs milliseconds on a million launches.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from kerneltui.trace.filters import name_pattern
+from kerneltui.trace.model import Trace
+from kerneltui.trace.schema import Kind
+from kerneltui.trace.summary import TraceSummary, kernel_stats, summarize
+from kerneltui.tui.lanes import Lane, lanes_from_trace
+
+# Noise categories the user toggles: (id, label, event kinds, shown by default).
+GPU_CATEGORIES = (("memcpy", "memcpy", (Kind.MEMCPY,)), ("memset", "memset", (Kind.MEMSET,)))
+CPU_CATEGORIES = (
+    ("runtime", "runtime/driver", (Kind.RUNTIME, Kind.DRIVER)),
+    ("cpu_op", "CPU ops", (Kind.CPU_OP,)),
+    ("annotation", "annotations", (Kind.ANNOTATION, Kind.GPU_ANNOTATION)),
+    ("memory", "allocator", (Kind.MEMORY,)),
+)
+DEFAULT_SHOWN = frozenset({"memcpy", "memset"})
+
+
+def _frozen(a: np.ndarray) -> np.ndarray:
+    a = np.ascontiguousarray(a)
+    a.flags.writeable = False
+    return a
+
+
+@dataclass(frozen=True, eq=False)
+class Kernels:
+    """Stage 1: the kernel table and the per-launch arrays that filtering needs."""
+
+    trace: Trace
+    stats: pd.DataFrame  # kernel_stats(trace): one row per key, by total time
+    origin: int  # ns: the trace window's start; every time on screen is relative to it
+    key_codes: np.ndarray  # per launch: code into key_names
+    key_short: tuple[str, ...]  # per key code
+    key_full: tuple[str, ...]
+    stats_code: np.ndarray  # per stats row: its key code
+    stats_row_of_code: np.ndarray  # per key code: its stats row
+    launch_kind: np.ndarray  # per launch: schema.Kind
+
+    def key_matches(self, pattern: str) -> np.ndarray:
+        """Per key code: does its short or full name match (substring, or /regex)? Raises UserError."""
+        if not pattern:
+            return np.ones(len(self.key_short), bool)
+        regex = name_pattern(pattern)
+        return np.fromiter(
+            (bool(regex.search(s) or regex.search(f)) for s, f in zip(self.key_short, self.key_full)),
+            bool, len(self.key_short),
+        )
+
+    def kind_allowed(self, shown: frozenset[str]) -> np.ndarray:
+        """Per schema.Kind value: is GPU work of that kind shown?"""
+        allowed = np.zeros(max(Kind) + 1, bool)
+        allowed[Kind.KERNEL] = True
+        for cid, _, kinds in GPU_CATEGORIES:
+            if cid in shown:
+                allowed[list(kinds)] = True
+        return allowed
+
+    def launch_mask(self, key_ok: np.ndarray, shown: frozenset[str]) -> np.ndarray | None:
+        """Per launch: kept by the filter and the toggles (None: every launch is kept)."""
+        kind_ok = self.kind_allowed(shown)
+        if key_ok.all() and kind_ok[[Kind.MEMCPY, Kind.MEMSET]].all():
+            return None
+        return key_ok[self.key_codes] & kind_ok[self.launch_kind]
+
+    def stats_rows(self, key_ok: np.ndarray, shown: frozenset[str]) -> np.ndarray:
+        """Positions of the kernel-table rows kept by the filter and the toggles, in stats order."""
+        kind_ok = self.kind_allowed(shown)
+        kinds = self.stats["kind"].to_numpy().astype(np.int64)
+        return np.flatnonzero(key_ok[self.stats_code] & kind_ok[kinds])
+
+
+def build_kernels(trace: Trace) -> Kernels:
+    g = trace.gpu
+    stats = kernel_stats(trace)
+    key = g["key"].cat
+    categories = [str(c) for c in key.categories]
+    codes = key.codes.to_numpy().astype(np.int64)
+    short, full = [""] * len(categories), [""] * len(categories)
+    first = pd.Series(np.arange(len(g))).groupby(codes).first() if len(g) else pd.Series(dtype=np.int64)
+    short_values, full_values = g["short"].astype(str).to_numpy(), g["full_name"].astype(str).to_numpy()
+    for code, at in first.items():
+        short[int(code)], full[int(code)] = short_values[at], full_values[at]
+    position = {k: i for i, k in enumerate(categories)}
+    stats_code = np.array([position[k] for k in stats["key"]], np.int64)
+    stats_row_of_code = np.full(len(categories), -1, np.int64)
+    stats_row_of_code[stats_code] = np.arange(len(stats_code))
+    return Kernels(
+        trace=trace,
+        stats=stats,
+        origin=int(trace.window[0]),
+        key_codes=_frozen(codes),
+        key_short=tuple(short),
+        key_full=tuple(full),
+        stats_code=_frozen(stats_code),
+        stats_row_of_code=_frozen(stats_row_of_code),
+        launch_kind=_frozen(g["kind"].to_numpy().astype(np.int64)),
+    )
+
+
+@dataclass(frozen=True, eq=False)
+class Browse:
+    """Stage 2: timeline lanes, noise events, traffic, sources and the headline."""
+
+    kernels: Kernels
+    summary: TraceSummary
+    lanes: tuple[Lane, ...]
+    noise_rows: dict[str, np.ndarray]  # CPU category -> event rows in time order
+    counts: dict[str, int]  # every category (GPU and CPU) -> events in the trace
+    traffic: pd.DataFrame | None  # traffic.Traffic.table, aligned with trace.gpu; None if unavailable
+    device_spec: object | None
+    sources: pd.DataFrame | None  # trace.gpu_sources (source, module) or None without stacks
+    step_spans: tuple[np.ndarray, np.ndarray, tuple[str, ...]]  # per step/call: CPU span widened to its GPU work
+    row_to_launch: np.ndarray = field(repr=False)  # event row of GPU work -> position in trace.gpu, or -1
+    call_to_launch: np.ndarray = field(repr=False)  # event row of a launch call -> the first GPU work it launched
+
+    def row_to_launch_of_call(self, row: int) -> int:
+        return int(self.call_to_launch[row])
+
+
+def build_browse(kernels: Kernels) -> Browse:
+    trace = kernels.trace
+    g = trace.gpu
+    kinds = trace.events["kind"].to_numpy()
+    ts = trace.events["ts"].to_numpy()
+    noise_rows, counts = {}, {}
+    for cid, _, ks in GPU_CATEGORIES:
+        counts[cid] = int(np.isin(kernels.launch_kind, ks).sum())
+    for cid, _, ks in CPU_CATEGORIES:
+        rows = np.flatnonzero(np.isin(kinds, ks))
+        noise_rows[cid] = _frozen(rows[np.argsort(ts[rows], kind="stable")])
+        counts[cid] = len(rows)
+    for lane in trace.cpu_lanes():
+        trace.op_stack(lane)  # built here so the details pane never waits on it
+    row_to_launch = np.full(len(trace.events), -1, np.int64)
+    row_to_launch[g["row"].to_numpy()] = np.arange(len(g))
+    call_to_launch = np.full(len(trace.events), -1, np.int64)
+    called = g["launch_row"].to_numpy()
+    has_call = np.flatnonzero(called >= 0)[::-1]  # reversed: the first launch of a graph replay wins
+    call_to_launch[called[has_call]] = has_call
+    traffic, spec = _traffic(trace)
+    sources = trace.gpu_sources if trace.meta.with_stack and len(g) else None
+    return Browse(
+        kernels=kernels,
+        step_spans=step_spans(trace, kernels.origin),
+        summary=summarize(trace),
+        lanes=tuple(lanes_from_trace(trace, kernels.origin)),
+        noise_rows=noise_rows,
+        counts=counts,
+        traffic=traffic,
+        device_spec=spec,
+        sources=sources,
+        row_to_launch=_frozen(row_to_launch),
+        call_to_launch=_frozen(call_to_launch),
+    )
+
+
+def step_spans(trace: Trace, origin: int) -> tuple[np.ndarray, np.ndarray, tuple[str, ...]]:
+    """Each step from its CPU start to the end of the last GPU work launched in it.
+
+    The GPU runs behind the CPU, so a step's kernels end after its CPU span; the
+    timeline shows a step as everything it caused. A lone "whole trace" call is no step.
+    """
+    its = trace.iterations
+    if its.source == "whole trace":
+        return np.empty(0, np.int64), np.empty(0, np.int64), ()
+    g = trace.gpu
+    starts, ends = its.starts.astype(np.int64).copy(), its.ends.astype(np.int64).copy()
+    it = g["iteration"].to_numpy()
+    inside = it >= 0
+    np.minimum.at(starts, it[inside], g["ts"].to_numpy()[inside])
+    np.maximum.at(ends, it[inside], g["end"].to_numpy()[inside])
+    # iterations are in time order, so step i of the timeline is iteration i of trace.gpu
+    return _frozen(starts - origin), _frozen(ends - origin), tuple(its.labels)
+
+
+def _traffic(trace: Trace):
+    """Bytes and bandwidth per launch from the data layer's traffic module, when it is there."""
+    try:
+        from kerneltui.trace.traffic import compute_traffic
+    except ImportError:
+        return None, None
+    result = compute_traffic(trace)
+    return result.table, result.device
+
+
+@dataclass(frozen=True, eq=False)
+class EventList:
+    """The launch list's rows: event rows (trace.events) in display order, and their launch positions."""
+
+    rows: np.ndarray
+    launch: np.ndarray  # position in trace.gpu, or -1 for a CPU-side event
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def position_of_row(self, row: int) -> int:
+        found = np.flatnonzero(self.rows == row)
+        return int(found[0]) if len(found) else -1
+
+
+def event_list(browse: Browse | None, kernels: Kernels, keep: np.ndarray | None, shown: frozenset[str],
+               name_ok: np.ndarray | None) -> EventList:
+    """GPU launches kept by ``keep`` merged in time order with the CPU categories shown.
+
+    ``name_ok`` is a per-name-code mask (over trace.names) for CPU events; None keeps all.
+    """
+    g_rows = kernels.trace.gpu["row"].to_numpy()
+    launches = np.arange(len(g_rows), dtype=np.int64) if keep is None else np.flatnonzero(keep)
+    rows = g_rows[launches]
+    extra = [browse.noise_rows[c] for c, _, _ in CPU_CATEGORIES if browse is not None and c in shown]
+    if not extra:
+        return EventList(_frozen(rows), _frozen(launches))
+    other = np.concatenate(extra)
+    if name_ok is not None:
+        other = other[name_ok[kernels.trace.events["name"].to_numpy()[other]]]
+    all_rows = np.concatenate([rows, other])
+    all_launch = np.concatenate([launches, np.full(len(other), -1, np.int64)])
+    ts = kernels.trace.events["ts"].to_numpy()[all_rows]
+    order = np.argsort(ts, kind="stable")  # runs already sorted: timsort merges them in O(n)
+    return EventList(_frozen(all_rows[order]), _frozen(all_launch[order]))
+
+
+def names_matching(trace: Trace, pattern: str) -> np.ndarray | None:
+    """Per name code of trace.names: does it match? (None for an empty pattern.) Raises UserError."""
+    if not pattern:
+        return None
+    regex = name_pattern(pattern)
+    return np.fromiter((bool(regex.search(n)) for n in trace.names), bool, len(trace.names))

@@ -1,0 +1,1 @@
+"""Screens: loading (progress or the load error), the browser, and the key help."""

@@ -1,0 +1,39 @@
+"""The first screen: the file's name, a progress bar while it is read, or the load error."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Center, Vertical
+from textual.screen import Screen
+from textual.widgets import Footer, ProgressBar, Static
+
+
+class LoadingScreen(Screen):
+    BINDINGS = [Binding("q,escape", "app.quit", "Quit", id="loading.quit")]
+
+    def __init__(self, path: str) -> None:
+        super().__init__()
+        self.path = path
+
+    def compose(self) -> ComposeResult:
+        with Center(), Vertical(id="loading-box"):
+            yield Static(Text(f"Loading {self.path}", overflow="fold"), id="loading-title")
+            yield ProgressBar(total=100, show_eta=False, id="loading-bar")
+            yield Static("reading the file", id="loading-stage")
+        yield Footer()
+
+    def progress(self, fraction: float) -> None:
+        self.query_one(ProgressBar).update(progress=round(100 * fraction, 1))
+
+    def stage(self, text: str) -> None:
+        self.query_one(ProgressBar).update(progress=100)
+        self.query_one("#loading-stage", Static).update(text)
+
+    def failed(self, message: str) -> None:
+        """A load error: the CLI's one-line message, and how to leave."""
+        self.query_one(ProgressBar).display = False
+        self.query_one("#loading-title", Static).update(Text(f"kerneltui: {message}", overflow="fold"))
+        self.query_one("#loading-title").add_class("error")
+        self.query_one("#loading-stage", Static).update("press q to quit")

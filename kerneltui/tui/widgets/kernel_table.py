@@ -1,0 +1,155 @@
+"""The kernel table: one row per distinct kernel, from ``kernel_stats`` (the CLI's numbers).
+
+Public API (the diff screen reuses it)::
+
+    table = KernelTable(id="kernels")               # or KernelTable(columns=[...]) for other frames
+    table.set_stats(stats, rows=None)                # a kernel_stats-shaped DataFrame; rows = positions kept
+    table.sort_by("total")                           # column key; again on the same key reverses
+    table.full_names = True                          # reactive: full names instead of short ones
+    table.current_key() -> str | None                # the "key" column of the cursor row
+    table.move_to_key(key, notify=False)             # drive the cursor from outside
+    table.key_at(row) -> str
+
+Messages: ``KernelTable.Highlighted`` / ``KernelTable.Activated`` (from
+VirtualTable: ``.table``, ``.row``; ask ``table.key_at(row)``).
+
+A Column's key names the frame field through ``FIELDS`` (``name`` is ``short``
+or ``full_name`` by the toggle); a diff frame can pass its own columns whose
+keys are its own field names, formatted by ``formatters``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import pandas as pd
+from textual.reactive import reactive
+
+from kerneltui.tui.widgets.table import Column, VirtualTable
+from kerneltui.units import fmt_ns, fmt_share
+
+KERNEL_COLUMNS = (
+    Column("name", "Kernel", 0, middle=True, flex=2),
+    Column("count", "Count", 7, "right"),
+    Column("total", "Total", 8, "right"),
+    Column("mean", "Mean", 8, "right"),
+    Column("min", "Min", 8, "right", show_from=130),
+    Column("max", "Max", 8, "right", show_from=130),
+    Column("share", "Share", 6, "right"),
+    Column("op", "Launched by", 0, show_from=72),
+)
+FIELDS = {"count": "count", "total": "total_ns", "mean": "mean_ns", "min": "min_ns", "max": "max_ns",
+          "share": "share", "op": "op"}
+FORMATTERS: dict[str, Callable[[object], str]] = {
+    "count": lambda v: f"{int(v):,}",
+    "total": fmt_ns, "mean": fmt_ns, "min": fmt_ns, "max": fmt_ns,
+    "share": fmt_share,
+    "op": str,
+}
+SORT_KEYS = ("name", "count", "total", "mean", "share", "op")  # what keys 1..6 sort by
+DESCENDING_FIRST = frozenset({"count", "total", "mean", "min", "max", "share"})
+
+
+class KernelTable(VirtualTable):
+    empty_text = "no kernel matches the filter"
+    full_names: reactive[bool] = reactive(False)
+
+    def __init__(self, columns: Sequence[Column] = KERNEL_COLUMNS,
+                 formatters: dict[str, Callable[[object], str]] | None = None, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self._columns = list(columns)
+        self._formatters = {**FORMATTERS, **(formatters or {})}
+        self._stats = pd.DataFrame()
+        self._rows = np.empty(0, np.int64)  # positions kept, in stats order
+        self._order = np.empty(0, np.int64)  # positions kept, in display order
+        self._values: dict[str, np.ndarray] = {}
+        self.sort_column, self.sort_reverse = "total", True
+
+    # -- data -----------------------------------------------------------------
+    def set_stats(self, stats: pd.DataFrame, rows: np.ndarray | None = None) -> None:
+        key = self.current_key()
+        if stats is not self._stats:
+            self._stats = stats
+            self._values = {c: stats[c].to_numpy() for c in stats.columns}
+        self._rows = np.arange(len(stats)) if rows is None else np.asarray(rows, np.int64)
+        self._apply_sort()
+        self._restore(key)
+
+    def sort_by(self, column: str) -> None:
+        key = self.current_key()
+        if column == self.sort_column:
+            self.sort_reverse = not self.sort_reverse
+        else:
+            self.sort_column, self.sort_reverse = column, column in DESCENDING_FIRST
+        self._apply_sort()
+        self._restore(key)
+
+    def current_key(self) -> str | None:
+        return self.key_at(self.cursor) if self.row_count() else None
+
+    def key_at(self, row: int) -> str:
+        return str(self._values["key"][self._order[row]])
+
+    def move_to_key(self, key: str | None, notify: bool = False) -> bool:
+        if key is None or "key" not in self._values:
+            return False
+        found = np.flatnonzero(self._values["key"][self._order] == key)
+        if not len(found):
+            return False
+        self.move_cursor(int(found[0]), notify=notify)
+        return True
+
+    def watch_full_names(self) -> None:
+        if self.sort_column == "name":
+            self._apply_sort()
+        self.reset()
+
+    # -- VirtualTable hooks ----------------------------------------------------
+    def columns(self) -> list[Column]:
+        return self._columns
+
+    def row_count(self) -> int:
+        return len(self._order)
+
+    def cells(self, row: int) -> list[str]:
+        at = self._order[row]
+        out = []
+        for c in self._columns:
+            field = self._field(c.key)
+            value = self._values[field][at] if field in self._values else ""
+            fmt = self._formatters.get(c.key, str)
+            out.append(str(value) if c.key == "name" else fmt(value))
+        return out
+
+    # -- helpers ----------------------------------------------------------------
+    def _field(self, key: str) -> str:
+        if key == "name":
+            return "full_name" if self.full_names else "short"
+        return FIELDS.get(key, key)
+
+    def _apply_sort(self) -> None:
+        field = self._field(self.sort_column)
+        rows = self._rows
+        if field in self._values and len(rows):
+            values = self._values[field][rows]
+            if values.dtype == object:
+                values = np.char.lower(values.astype(str))
+            # ties keep stats order (total time, then key) in both directions
+            order = _stable_descending(values) if self.sort_reverse else np.argsort(values, kind="stable")
+            rows = rows[order]
+        self._order = rows
+        self.reset()
+
+    def _restore(self, key: str | None) -> None:
+        if not self.move_to_key(key, notify=False):
+            self.move_cursor(0, notify=False)
+        self.reset()
+
+
+def _stable_descending(values: np.ndarray) -> np.ndarray:
+    """Indices sorting values high to low, equal values keeping their order."""
+    if values.dtype.kind in "iuf":
+        return np.argsort(-values.astype(np.float64), kind="stable")
+    ranks = pd.Series(values).rank(method="dense").to_numpy()
+    return np.argsort(-ranks, kind="stable")

@@ -1,0 +1,163 @@
+"""Every launch in time order (plus CPU-side events when their toggles are on), drawn lazily.
+
+Public API::
+
+    launches = LaunchList(id="launches")
+    launches.set_source(kernels, browse)      # model.Kernels, model.Browse (browse may come later)
+    launches.set_events(event_list)           # model.EventList; the cursor stays on its event if kept
+    launches.sort_by("dur")                   # start, dur, name, stream, step, op; again reverses
+    launches.full_names = True
+    launches.current() -> (event_row, launch) # launch = position in trace.gpu, -1 for CPU events
+    launches.move_to_row(event_row, notify=False)
+
+Only the rows on screen are formatted, from numpy columns, so a million rows
+cost nothing until they scroll into view.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from textual.reactive import reactive
+
+from kerneltui.trace.schema import KIND_LABEL, Kind
+from kerneltui.tui.model import Browse, EventList, Kernels
+from kerneltui.tui.widgets.table import Column, VirtualTable
+from kerneltui.units import fmt_ns
+
+LAUNCH_COLUMNS = (
+    Column("start", "Start", 9, "right"),
+    Column("dur", "Dur", 8, "right"),
+    Column("stream", "Strm", 5),
+    Column("step", "Step", 4, "right"),
+    Column("name", "Kernel", 0, middle=True, flex=2),
+    Column("op", "Launched by", 0, show_from=72),
+)
+SORT_KEYS = ("name", "start", "dur", "stream", "step", "op")  # what keys 1..6 sort by
+DESCENDING_FIRST = frozenset({"dur"})
+
+
+class LaunchList(VirtualTable):
+    empty_text = "no launch matches the filter"
+    full_names: reactive[bool] = reactive(False)
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.kernels: Kernels | None = None
+        self.browse: Browse | None = None
+        self.events = EventList(np.empty(0, np.int64), np.empty(0, np.int64))
+        self._order: np.ndarray | None = None  # None: time order
+        self.sort_column, self.sort_reverse = "start", False
+
+    def set_source(self, kernels: Kernels, browse: Browse | None) -> None:
+        self.kernels, self.browse = kernels, browse
+        trace = kernels.trace
+        ev, g = trace.events, trace.gpu
+        self._ev_ts, self._ev_dur = ev["ts"].to_numpy(), ev["dur"].to_numpy()
+        self._ev_name, self._ev_kind, self._ev_lane = ev["name"].to_numpy(), ev["kind"].to_numpy(), ev["lane"].to_numpy()
+        self._stream = g["stream"].to_numpy()
+        self._step = g["step"].to_numpy()
+        self._iteration = g["iteration"].to_numpy()
+        self._op = g["op"].cat.codes.to_numpy()
+        self._op_names = [str(c) for c in g["op"].cat.categories]
+        self._lane_tid = [str(t) for t in trace.lanes["tid"]]
+        self.reset()
+
+    def set_events(self, events: EventList) -> None:
+        row, _ = self.current()
+        self.events = events
+        self._apply_sort()
+        if row < 0 or not self.move_to_row(row):
+            self.move_cursor(0, notify=False)
+        self.reset()
+
+    def sort_by(self, column: str) -> None:
+        row, _ = self.current()
+        if column == self.sort_column:
+            self.sort_reverse = not self.sort_reverse
+        else:
+            self.sort_column, self.sort_reverse = column, column in DESCENDING_FIRST
+        self._apply_sort()
+        if row >= 0:
+            self.move_to_row(row)
+        self.reset()
+
+    def current(self) -> tuple[int, int]:
+        if not self.row_count():
+            return -1, -1
+        at = self._at(self.cursor)
+        return int(self.events.rows[at]), int(self.events.launch[at])
+
+    def move_to_row(self, row: int, notify: bool = False) -> bool:
+        at = self.events.position_of_row(row)
+        if at < 0:
+            return False
+        if self._order is not None:
+            at = int(np.flatnonzero(self._order == at)[0])
+        self.move_cursor(at, notify=notify)
+        return True
+
+    def watch_full_names(self) -> None:
+        if self.sort_column == "name":
+            self._apply_sort()
+        self.reset()
+
+    # -- VirtualTable hooks --------------------------------------------------------
+    def columns(self) -> list[Column]:
+        return list(LAUNCH_COLUMNS)
+
+    def row_count(self) -> int:
+        return len(self.events)
+
+    def cells(self, row: int) -> list[str]:
+        at = self._at(row)
+        event, launch = int(self.events.rows[at]), int(self.events.launch[at])
+        start = fmt_ns(self._ev_ts[event] - self.kernels.origin)
+        dur = fmt_ns(self._ev_dur[event])
+        if launch >= 0:
+            names = self.kernels.key_full if self.full_names else self.kernels.key_short
+            return [start, dur, f"s{self._stream[launch]}", self._step_text(launch),
+                    names[self.kernels.key_codes[launch]], self._op_names[self._op[launch]]]
+        kind = KIND_LABEL.get(Kind(int(self._ev_kind[event])), "")
+        name = self.kernels.trace.name(int(self._ev_name[event]))
+        return [start, dur, f"t{self._lane_tid[self._ev_lane[event]]}", "", name, f"({kind})"]
+
+    def _step_text(self, launch: int) -> str:
+        # as `kerneltui summary --launches`: the ProfilerStep number, else the call number
+        if self._step[launch] >= 0:
+            return str(self._step[launch])
+        return str(self._iteration[launch] + 1) if self._iteration[launch] >= 0 else "-"
+
+    def row_class(self, row: int) -> str | None:
+        return "vtable--dim" if self.events.launch[self._at(row)] < 0 else None
+
+    # -- sorting ----------------------------------------------------------------------
+    def _at(self, row: int) -> int:
+        return int(self._order[row]) if self._order is not None else row
+
+    def _apply_sort(self) -> None:
+        if self.sort_column == "start" and not self.sort_reverse:
+            self._order = None
+            return
+        values = self._sort_values(self.sort_column)
+        # stable both ways, so equal values stay in time order
+        self._order = np.argsort(-values.astype(np.float64) if self.sort_reverse else values, kind="stable")
+
+    def _sort_values(self, column: str) -> np.ndarray:
+        rows, launch = self.events.rows, self.events.launch
+        gpu = launch >= 0
+        safe = np.where(gpu, launch, 0)
+        if column == "start":
+            return self._ev_ts[rows]
+        if column == "dur":
+            return self._ev_dur[rows]
+        if column == "stream":
+            return np.where(gpu, self._stream[safe], 1 << 40)
+        if column == "step":
+            return np.where(gpu, self._iteration[safe], 1 << 40)
+        if column == "op":
+            return np.where(gpu, self._op[safe], 1 << 40)
+        # name: rank of the displayed name among kernel names (CPU events after, by their name)
+        names = self.kernels.key_full if self.full_names else self.kernels.key_short
+        rank = np.argsort(np.argsort(np.char.lower(np.array(names, dtype=str)), kind="stable"))
+        codes = self.kernels.key_codes
+        return np.where(gpu, rank[codes[safe]], len(names) + self._ev_name[rows])

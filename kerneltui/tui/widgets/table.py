@@ -1,0 +1,252 @@
+"""A table that formats only the rows on screen (Line API), for any number of rows.
+
+A DataTable builds every row up front; a million launches would take seconds
+and hundreds of MB. Here a subclass says how many rows there are and how to
+format row ``i``; ``render_line`` asks for the few rows in view. The header is
+drawn on line 0 and never scrolls.
+
+Subclass API::
+
+    columns() -> list[Column]        # in display order; Column.show_from hides a column on narrow tables
+    row_count() -> int
+    cells(row) -> list[str]          # one text per column of ``columns()``
+    row_class(row) -> str | None     # an extra component class for the row (e.g. "vtable--dim")
+
+Public API: ``cursor`` (int), ``move_cursor(row, notify=True)``, ``reset()`` (call
+after the rows changed), ``sort_column``/``sort_reverse`` (drawn as ▼/▲ in the
+header). Messages: ``VirtualTable.Highlighted(table, row)`` when the cursor
+moves, ``VirtualTable.Activated(table, row)`` on enter.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rich.segment import Segment
+from textual import events
+from textual.binding import Binding
+from textual.cache import LRUCache
+from textual.geometry import Size
+from textual.message import Message
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+from kerneltui.units import ellipsize
+
+
+@dataclass(frozen=True)
+class Column:
+    key: str  # what the sort action names
+    label: str
+    width: int  # cells; 0 = share what the fixed columns leave
+    align: str = "left"  # or "right"
+    show_from: int = 0  # hide the column when the table is narrower than this
+    middle: bool = False  # cut long text in the middle: kernel names differ at their ends
+    flex: int = 1  # share of the spare width for a width-0 column
+
+
+class VirtualTable(ScrollView, can_focus=True):
+    BINDINGS = [
+        Binding("up,k", "move(-1)", "Up", show=False, id="table.up"),
+        Binding("down,j", "move(1)", "Down", show=False, id="table.down"),
+        Binding("pageup", "page(-1)", "Page up", show=False, id="table.page-up"),
+        Binding("pagedown,space", "page(1)", "Page down", show=False, id="table.page-down"),
+        Binding("home,g", "jump(0)", "First row", show=False, id="table.first"),
+        Binding("end,G", "jump(-1)", "Last row", show=False, id="table.last"),
+        Binding("enter", "activate", "Open in timeline", show=False, id="table.activate"),
+    ]
+
+    COMPONENT_CLASSES = {"vtable--header", "vtable--sorted", "vtable--cursor", "vtable--dim", "vtable--empty"}
+
+    DEFAULT_CSS = """
+    VirtualTable { overflow-x: hidden; overflow-y: auto; scrollbar-size-vertical: 1; }
+    VirtualTable > .vtable--header { text-style: bold; color: $text-muted; }
+    VirtualTable > .vtable--sorted { text-style: bold underline; color: $text; }
+    VirtualTable > .vtable--cursor { background: $surface-lighten-1; text-style: bold; }
+    VirtualTable:focus > .vtable--cursor { background: $accent 40%; text-style: bold reverse; }
+    VirtualTable > .vtable--dim { color: $text-muted; }
+    VirtualTable > .vtable--empty { color: $text-muted; text-style: italic; }
+    """
+
+    class Highlighted(Message):
+        def __init__(self, table: VirtualTable, row: int) -> None:
+            super().__init__()
+            self.table, self.row = table, row
+
+        @property
+        def control(self) -> VirtualTable:
+            return self.table
+
+    class Activated(Highlighted):
+        pass
+
+    empty_text = "nothing to show"
+
+    def __init__(self, *, name: str | None = None, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(name=name, id=id, classes=classes)
+        self.cursor = 0
+        self.sort_column = ""
+        self.sort_reverse = False
+        self._lines: LRUCache[tuple, Strip] = LRUCache(256)
+        self._generation = 0
+
+    # -- subclass hooks -------------------------------------------------------
+    def columns(self) -> list[Column]:
+        raise NotImplementedError
+
+    def row_count(self) -> int:
+        raise NotImplementedError
+
+    def cells(self, row: int) -> list[str]:
+        raise NotImplementedError
+
+    def row_class(self, row: int) -> str | None:
+        return None
+
+    # -- public -------------------------------------------------------------------
+    def reset(self) -> None:
+        """The rows changed: forget cached lines, resize the scroll area, clamp the cursor."""
+        self._generation += 1
+        self._lines.clear()
+        self.cursor = min(self.cursor, max(self.row_count() - 1, 0))
+        self.virtual_size = Size(self.size.width, self.row_count() + 1)
+        self._scroll_to_cursor()
+        self.refresh()
+
+    def move_cursor(self, row: int, notify: bool = True) -> None:
+        count = self.row_count()
+        if not count:
+            return
+        row = min(max(row, 0), count - 1)
+        old, self.cursor = self.cursor, row
+        self._scroll_to_cursor()
+        if old != row:
+            self.refresh()
+        if notify:
+            self.post_message(self.Highlighted(self, row))
+
+    def visible_rows(self) -> int:
+        return max(self.scrollable_content_region.height - 1, 1)
+
+    # -- actions --------------------------------------------------------------
+    def action_move(self, delta: int) -> None:
+        self.move_cursor(self.cursor + delta)
+
+    def action_page(self, direction: int) -> None:
+        self.move_cursor(self.cursor + direction * self.visible_rows())
+
+    def action_jump(self, row: int) -> None:
+        self.move_cursor(row if row >= 0 else self.row_count() - 1)
+
+    def action_activate(self) -> None:
+        if self.row_count():
+            self.post_message(self.Activated(self, self.cursor))
+
+    # -- mouse ----------------------------------------------------------------
+    def on_click(self, event: events.Click) -> None:
+        if event.y >= 1:
+            row = int(self.scroll_offset.y) + event.y - 1
+            if row < self.row_count():
+                self.move_cursor(row)
+                if event.chain == 2:
+                    self.action_activate()
+
+    # -- drawing ------------------------------------------------------------------
+    def on_resize(self) -> None:
+        self.reset()
+
+    def _scroll_to_cursor(self) -> None:
+        top = int(self.scroll_offset.y)
+        rows = self.visible_rows()
+        if self.cursor < top:
+            top = self.cursor
+        elif self.cursor >= top + rows:
+            top = self.cursor - rows + 1
+        self.scroll_to(y=top, animate=False, immediate=True)
+
+    def _layout(self, width: int) -> list[tuple[Column, int]]:
+        shown = [c for c in self.columns() if width >= c.show_from]
+        fixed = sum(c.width for c in shown if c.width) + len(shown) - 1
+        weights = sum(c.flex for c in shown if not c.width)
+        spare = max(width - fixed, 4 * weights)
+        out, given = [], 0
+        for c in shown:
+            w = c.width or spare * c.flex // weights
+            given += 0 if c.width else w
+            out.append([c, w])
+        for item in out:  # rounding leftovers go to the first flexible column
+            if not item[0].width:
+                item[1] += spare - given
+                break
+        return [(c, w) for c, w in out]
+
+    def render_line(self, y: int) -> Strip:
+        width = self.scrollable_content_region.width
+        if y == 0:
+            return self._header(width)
+        row = int(self.scroll_offset.y) + y - 1
+        count = self.row_count()
+        if row >= count:
+            if count == 0 and y == 1:
+                text = ellipsize(f" {self.empty_text}", width).ljust(width)
+                return Strip([Segment(text, self._style("vtable--empty"))], width)
+            return Strip.blank(width, self.rich_style)
+        key = (row, row == self.cursor, width, self._generation, self.has_focus)
+        line = self._lines.get(key)
+        if line is None:
+            line = self._row_strip(row, width)
+            self._lines[key] = line
+        return line
+
+    def on_focus(self) -> None:
+        self._lines.clear()
+        self.refresh()
+
+    def on_blur(self) -> None:
+        self._lines.clear()
+        self.refresh()
+
+    def _style(self, *names: str):
+        style = self.rich_style
+        for name in names:
+            style += self.get_component_rich_style(name, partial=True)
+        return style
+
+    def _row_strip(self, row: int, width: int) -> Strip:
+        texts = self.cells(row)
+        layout = self._layout(width)
+        all_columns = self.columns()
+        by_key = {c.key: t for c, t in zip(all_columns, texts)}
+        parts = [_fit(by_key[c.key], w, c.align, c.middle) for c, w in layout]
+        names = ["vtable--cursor"] if row == self.cursor else []
+        extra = self.row_class(row)
+        if extra:
+            names.insert(0, extra)
+        text = " ".join(parts)
+        return Strip([Segment(text.ljust(width)[:width], self._style(*names))], width)
+
+    def _header(self, width: int) -> Strip:
+        segments = []
+        for i, (c, w) in enumerate(self._layout(width)):
+            label = c.label
+            if c.key == self.sort_column:
+                label = f"{label}{'▲' if not self.sort_reverse else '▼'}"
+            sep = " " if i else ""
+            style = self._style("vtable--header", "vtable--sorted") if c.key == self.sort_column else self._style("vtable--header")
+            if sep:
+                segments.append(Segment(sep, self._style("vtable--header")))
+            segments.append(Segment(_fit(label, w, c.align), style))
+        return Strip(segments).adjust_cell_length(width, self._style("vtable--header"))
+
+
+def _fit(text: str, width: int, align: str, middle: bool = False) -> str:
+    text = middle_ellipsize(text, width) if middle else ellipsize(text, width)
+    return text.rjust(width) if align == "right" else text.ljust(width)
+
+
+def middle_ellipsize(text: str, width: int) -> str:
+    """Keep the head and the (longer) tail: `vectorize…CUDAKernelImpl>[bf16]`."""
+    if len(text) <= width or width < 8:
+        return ellipsize(text, width)
+    head = (width - 1) // 3
+    return text[:head] + "…" + text[len(text) - (width - 1 - head):]
