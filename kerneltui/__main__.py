@@ -1,3 +1,4 @@
 from kerneltui.cli import main
 
-raise SystemExit(main())
+if __name__ == "__main__":  # guarded: decode workers may re-import the main module
+    raise SystemExit(main())

@@ -8,9 +8,11 @@ columns at once and dropped, so no per-event Python object outlives its chunk.
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import msgspec
 import numpy as np
+import orjson
 from msgspec import Raw, Struct, field
 
 from kerneltui.trace.schema import EVENT_COLUMNS, KIND_BY_CATEGORY, Kind
@@ -56,7 +58,34 @@ class Event(Struct, gc=False):
 
 
 EVENTS = msgspec.json.Decoder(list[Event], strict=False)
+_ONE_EVENT = msgspec.json.Decoder(Event, strict=False)
 _NO_ARGS = Args()
+
+
+def decode_events(array_json) -> tuple[list[Event], int]:
+    """A JSON array of events -> (events, how many were skipped for unexpected field types).
+
+    Raises msgspec.DecodeError when the text is not JSON at all.
+    """
+    try:
+        return EVENTS.decode(array_json), 0
+    except msgspec.ValidationError:
+        return events_from_items(orjson.loads(bytes(array_json)))
+
+
+def events_from_items(items: list) -> tuple[list[Event], int]:
+    """Already-parsed events, keeping those that decode (re-encoded: Raw fields need JSON text)."""
+    try:
+        return EVENTS.decode(orjson.dumps(items)), 0
+    except msgspec.ValidationError:
+        pass
+    events, skipped = [], 0
+    for item in items:
+        try:
+            events.append(_ONE_EVENT.decode(orjson.dumps(item)))
+        except msgspec.ValidationError:
+            skipped += 1
+    return events, skipped
 
 
 class Interner:
@@ -90,9 +119,30 @@ class ChunkDecoder:
         self.flow_events = 0
         self.shape_parts: list[bytes] = []
         self.shape_offset = 0
+        self.skipped = 0
 
-    def decode(self, array_json: bytes) -> dict[str, np.ndarray]:
-        return self.columns(EVENTS.decode(array_json))
+    def decode(self, array_json) -> dict[str, np.ndarray]:
+        events, skipped = decode_events(array_json)
+        self.skipped += skipped
+        return self.columns(events)
+
+    def merge(self, part: Partial) -> dict[str, np.ndarray]:
+        """Columns decoded by another process, their codes mapped onto this decoder's tables."""
+        cols = part.columns
+        names = self.names.codes_of(part.names)
+        lanes = self.lanes.codes_of(part.lanes)
+        cols["name"] = names[cols["name"]] if len(names) else cols["name"]
+        hashed = cols["kernel_hash"] >= 0
+        cols["kernel_hash"][hashed] = names[cols["kernel_hash"][hashed]]
+        cols["lane"] = lanes[cols["lane"]] if len(lanes) else cols["lane"]
+        cols["shapes_at"][cols["shapes_at"] >= 0] += self.shape_offset
+        self.shape_parts.append(part.shapes)
+        self.shape_offset += len(part.shapes)
+        self.metadata.extend(part.metadata)
+        self.flow_events += part.flow_events
+        self.skipped += part.skipped
+        return cols
+
 
     def columns(self, events: list[Event]) -> dict[str, np.ndarray]:
         keep = [e for e in events if e.ph in ("X", "i", "I")]
@@ -188,3 +238,30 @@ def kind_of(ph_is_complete: bool, category: str) -> int:
     if not ph_is_complete:
         return Kind.MEMORY if category == "cpu_instant_event" else Kind.INSTANT
     return int(KIND_BY_CATEGORY.get(category.lower(), Kind.OTHER))
+
+
+class Partial(NamedTuple):
+    """What a worker process sends back for one chunk."""
+
+    columns: dict
+    names: list
+    lanes: list
+    metadata: list
+    flow_events: int
+    shapes: bytes
+    skipped: int
+
+
+def decode_alone(array_json: bytes) -> Partial:
+    """Decode one chunk with tables of its own (runs in a worker process)."""
+    decoder = ChunkDecoder()
+    cols = decoder.decode(array_json)
+    return Partial(
+        cols,
+        decoder.names.values(),
+        decoder.lanes.values(),
+        decoder.metadata,
+        decoder.flow_events,
+        b"".join(decoder.shape_parts),
+        decoder.skipped,
+    )

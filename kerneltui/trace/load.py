@@ -20,10 +20,10 @@ import orjson
 
 from kerneltui.errors import TraceError
 from kerneltui.trace.blocks import BlockStream
-from kerneltui.trace.decode import EVENTS, ChunkDecoder, Event
+from kerneltui.trace.decode import ChunkDecoder, events_from_items
+from kerneltui.trace.pool import ChunkPool
 from kerneltui.trace.schema import EVENT_COLUMNS, Device, TraceMeta
 
-_ONE_EVENT = msgspec.json.Decoder(Event, strict=False)
 _ARRAY_END = re.compile(rb"\}\s*\]")
 _WS = b" \t\r\n"
 _HEADER_LIMIT = 64 << 20  # look this far for "traceEvents" before decoding the file whole
@@ -57,7 +57,7 @@ class _EventReader:
         self.stream = stream
         self.decoder = ChunkDecoder()
         self.chunks: list[dict[str, np.ndarray]] = []
-        self.skipped = 0
+        self.pool = ChunkPool.for_stream(stream)
 
     def read(self) -> RawTrace:
         blocks = iter(self.stream)
@@ -70,6 +70,7 @@ class _EventReader:
         else:
             located = self._locate_array(head)
         if located is None or located[1] is None:
+            self._drain()
             # No line-per-event layout to cut on: decode the file whole.
             return self._whole(head + b"".join(blocks))
         start, separator = located
@@ -125,6 +126,7 @@ class _EventReader:
             else:
                 self._decode(bytes(buffer[1:cut]))
             pending = bytes(buffer[cut:])
+        self._drain()
         return self._last(pending, separator)
 
     def _last(self, pending: bytes, separator: bytes) -> tuple[bool, bytes]:
@@ -152,33 +154,28 @@ class _EventReader:
             self._decode_array(b"[" + body + b"]", strict)
 
     def _decode_array(self, array_json, strict: bool = False) -> None:
+        if self.pool is not None and not strict:
+            self.pool.submit(bytes(array_json))
+            return
         try:
-            events = EVENTS.decode(array_json)
-        except msgspec.ValidationError:
-            events = self._tolerant(bytes(array_json))
+            self.chunks.append(self.decoder.decode(array_json))
         except msgspec.DecodeError:
             if strict:
                 raise
             raise TraceError(f"{self.stream.path}: corrupt JSON inside traceEvents") from None
-        self.chunks.append(self.decoder.columns(events))
 
-    def _tolerant(self, array_json: bytes) -> list[Event]:
-        """Slow path for events with unexpected types: keep what decodes, count the rest."""
-        return self._convert(orjson.loads(array_json))
-
-    def _convert(self, items: list) -> list[Event]:
-        # Re-encoded rather than msgspec.convert-ed: Raw fields decode only from JSON text.
+    def _drain(self) -> None:
+        """Collect chunks decoded by worker processes, in file order."""
+        if self.pool is None:
+            return
         try:
-            return EVENTS.decode(orjson.dumps(items))
-        except msgspec.ValidationError:
-            pass
-        events = []
-        for item in items:
-            try:
-                events.append(_ONE_EVENT.decode(orjson.dumps(item)))
-            except msgspec.ValidationError:
-                self.skipped += 1
-        return events
+            for part in self.pool.results():
+                self.chunks.append(self.decoder.merge(part))
+        except msgspec.DecodeError:
+            raise TraceError(f"{self.stream.path}: corrupt JSON inside traceEvents") from None
+        finally:
+            self.pool.close()
+            self.pool = None
 
     def _whole(self, data: bytes) -> RawTrace:
         doc, truncated = _loads_repairing(data, self.stream.path)
@@ -191,7 +188,9 @@ class _EventReader:
         else:
             raise TraceError(f"{self.stream.path} is JSON but not a Chrome trace (no traceEvents array)")
         if items:
-            self.chunks.append(self.decoder.columns(self._convert(items)))
+            events, skipped = events_from_items(items)
+            self.decoder.skipped += skipped
+            self.chunks.append(self.decoder.columns(events))
         return self._finish(top, truncated)
 
     def _finish(self, top: dict, truncated: bool) -> RawTrace:
@@ -204,7 +203,7 @@ class _EventReader:
             for name, dtype in EVENT_COLUMNS.items()
         }
         self.chunks.clear()
-        return RawTrace(columns, self.decoder, top, truncated, self.skipped)
+        return RawTrace(columns, self.decoder, top, truncated, self.decoder.skipped)
 
 
 def _parse_top(header: bytes, tail: bytes, truncated: bool) -> dict:
