@@ -49,6 +49,7 @@ def main(argv: list[str] | None = None) -> int:
         argv.insert(0, "open")
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.argv = argv  # what was asked, for captures to record
     if args.command is None:
         parser.print_help()
         return 2

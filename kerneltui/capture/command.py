@@ -98,7 +98,7 @@ def request_from(args: argparse.Namespace) -> Request:
         with_stack=args.with_stack,
         profile_memory=args.profile_memory,
         open_diff=args.open,
-        command_line=shlex.join(["kerneltui", *sys.argv[1:]]),
+        command_line=shlex.join(["kerneltui", *getattr(args, "argv", sys.argv[1:])]),
     )
 
 
