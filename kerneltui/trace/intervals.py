@@ -72,8 +72,6 @@ def union_length(starts: np.ndarray, ends: np.ndarray) -> int:
     new_run = np.empty(len(s), bool)
     new_run[0] = True
     new_run[1:] = s[1:] > reach[:-1]
-    run_id = np.cumsum(new_run) - 1
     run_start = s[new_run]
     run_end = np.maximum.reduceat(e, np.flatnonzero(new_run))
-    del run_id
     return int((run_end - run_start).sum())

@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import pandas as pd
 
-from kerneltui.trace.intervals import containing_span, union_length
+from kerneltui.trace.intervals import union_length
 from kerneltui.trace.model import Trace
 from kerneltui.trace.schema import Kind
 
@@ -141,7 +141,3 @@ def _longest(trace: Trace) -> int:
     g = trace.gpu
     return int(g["dur"].max()) if len(g) else 0
 
-
-def step_of(trace: Trace, t: np.ndarray) -> np.ndarray:
-    its = trace.iterations
-    return containing_span(its.starts, its.ends, t)
