@@ -1,0 +1,1 @@
+"""The diff screen: two traces side by side (`kerneltui diff A B`)."""

@@ -1,0 +1,81 @@
+"""The facts at the top of the diff screen: the headline, the verdict, and A beside B."""
+
+from __future__ import annotations
+
+from rich.table import Table
+from rich.text import Text
+
+from kerneltui.diff_report import nbytes, num, ratio, source_label
+from kerneltui.trace.diff import SideFacts, TraceDiff
+from kerneltui.units import fmt_ns
+
+
+def headline_text(d: TraceDiff) -> Text:
+    """'2 kernels → 1 per call · 5 array-sized transfers → 3': what the user came for."""
+    text = Text()
+    for i, fact in enumerate(d.facts[:2]):
+        if i:
+            text.append(" · ", style="dim")
+        text.append(fact, style="bold")
+    return text
+
+
+def verdict_text(d: TraceDiff) -> Text:
+    # launch-bound and mixed verdicts are the ones a plain speed-up would hide: make them stand out
+    style = {"launch-bound": "bold", "mixed": "bold", "slower": "bold"}.get(d.verdict.kind, "")
+    return Text(d.verdict.text, style=style)
+
+
+def sides_table(d: TraceDiff, full: bool) -> Table:
+    """One column per side, one row per fact, and the B/A ratio; ``full`` adds device and calls."""
+    a, b, r = d.a, d.b, d.ratios
+    unit = b.unit
+    table = Table.grid(padding=(0, 1), expand=True)
+    table.add_column(no_wrap=True, style="dim")
+    table.add_column(ratio=1, no_wrap=True, overflow="ellipsis")
+    table.add_column(ratio=1, no_wrap=True, overflow="ellipsis")
+    table.add_column(justify="right", no_wrap=True)
+    table.add_row("", Text(f"A {_name(a)}", style="bold"), Text(f"B {_name(b)}", style="bold"), Text("B/A", style="dim"))
+    if full:
+        table.add_row("device", a.device, b.device, "")
+        table.add_row(f"{unit}s", f"{a.iterations} ({source_label(a)})", f"{b.iterations} ({source_label(b)})", "")
+    table.add_row("launches", _bold(f"{num(a.launches)} per {unit}"), _bold(f"{num(b.launches)} per {unit}"),
+                  ratio(r["launches"]))
+    table.add_row("GPU", *(_gpu(s, unit) for s in (a, b)), ratio(r["gpu_ns"]))
+    cpu_known = r["cpu_ns"] == r["cpu_ns"]
+    table.add_row("CPU", f"{fmt_ns(a.cpu_ns)}/{unit}", f"{fmt_ns(b.cpu_ns)}/{unit}",
+                  ratio(r["cpu_ns"]) if cpu_known else Text("not compared", style="dim"))
+    table.add_row("moved", *(_moved(s) for s in (a, b)), ratio(r["bytes"]))
+    table.add_row("bandwidth", *(_bandwidth(s) for s in (a, b)), "")
+    return table
+
+
+def _name(s: SideFacts) -> str:
+    return s.path.rsplit("/", 1)[-1]
+
+
+def _bold(text: str) -> Text:
+    return Text(text, style="bold")
+
+
+def _gpu(s: SideFacts, unit: str) -> Text:
+    text = Text(f"{fmt_ns(s.gpu_ns)}/{unit}", style="bold")
+    text.append(f", busy {100 * s.busy_share:.1f}%")
+    return text
+
+
+def _moved(s: SideFacts) -> Text:
+    if s.bytes != s.bytes:
+        return Text("unknown (no shapes)", style="dim")
+    text = Text(f"{num(s.transfers, 1)} transfers", style="bold")
+    text.append(f" = {nbytes(s.bytes)}")
+    return text
+
+
+def _bandwidth(s: SideFacts) -> Text:
+    if s.gbs != s.gbs:
+        return Text("–", style="dim")
+    if s.peak_gbs != s.peak_gbs:
+        return Text(f"{s.gbs:,.0f} GB/s (peak unknown)")
+    share = s.gbs / s.peak_gbs
+    return Text(f"{s.gbs:,.0f} GB/s, {100 * share:.0f}% of peak" + ("!" if share > 1 else ""))

@@ -1,0 +1,119 @@
+"""What the diff screen shows, computed from two traces without Textual.
+
+``build_view`` runs in the loading worker: it diffs the traces and prepares one
+set of timeline lanes per side, each relative to its own alignment point, so
+that time 0 is the same moment of the matched step/call on both timelines. The
+result is frozen and published once; the UI thread only reads it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from kerneltui.trace.diff import TraceDiff, diff_traces
+from kerneltui.trace.model import Trace
+from kerneltui.tui.lanes import Lane, lanes_from_trace
+
+
+@dataclass(frozen=True)
+class SideView:
+    label: str  # "A" or "B"
+    name: str  # file name
+    lanes: tuple[Lane, ...]  # times relative to ``origin``
+    origin: int  # absolute ns of lane time 0
+    calls: tuple[tuple[int, int], ...]  # (align, end) per step/call, absolute ns
+    call_labels: tuple[str, ...]
+    whole_trace: bool  # no steps/calls found: aligned at the first launch instead
+    keys: np.ndarray  # kernel key per GPU row (= lane id), to mark a matched row's kernels
+
+    def lanes_at(self, call: int) -> tuple[Lane, ...]:
+        """The lanes with time 0 at a call's alignment point (a shift: no rebuild)."""
+        return tuple(shift(lane, self.calls[call][0] - self.origin) for lane in self.lanes)
+
+    def extent(self, call: int) -> tuple[int, int]:
+        """The part of a call worth seeing, relative to its alignment point: 0 to its last GPU end."""
+        align, end = self.calls[call]
+        return 0, max(end - align, 1)
+
+
+@dataclass(frozen=True)
+class DiffView:
+    diff: TraceDiff
+    a: SideView
+    b: SideView
+    default_call: int  # the first call absorbs profiler start-up: show the second when there is one
+
+    @property
+    def common_calls(self) -> int:
+        return min(len(self.a.calls), len(self.b.calls))
+
+
+def shift(lane: Lane, delta: int) -> Lane:
+    if delta == 0:
+        return lane
+    return Lane(lane.key, lane.label, lane.starts - delta, lane.ends - delta, lane.ids, lane.kinds, lane.names,
+                lane.labels, lane.full_labels)
+
+
+def call_spans(trace: Trace) -> tuple[tuple[tuple[int, int], ...], bool]:
+    """(align, end) per step/call: aligned at its start, ending at its last GPU work.
+
+    A trace with no steps or calls is one "whole trace" call whose start is the
+    profiler's own start, milliseconds before any work: align it at the first
+    launch instead.
+    """
+    its = trace.iterations
+    g = trace.gpu
+    whole = its.source == "whole trace"
+    spans = []
+    iteration = g["iteration"].to_numpy()
+    for i in range(its.count):
+        mine = iteration == i
+        start, end = int(its.starts[i]), int(its.ends[i])
+        if mine.any():
+            if whole:
+                start = int(g["launch_ts"].to_numpy()[mine].min())
+            end = max(end if not whole else start, int(g["end"].to_numpy()[mine].max()))
+        spans.append((start, end))
+    return tuple(spans), whole
+
+
+def _side(label: str, trace: Trace, call: int) -> SideView:
+    calls, whole = call_spans(trace)
+    origin = calls[min(call, len(calls) - 1)][0] if calls else trace.window[0]
+    return SideView(
+        label=label,
+        name=trace.meta.path.rsplit("/", 1)[-1],
+        lanes=tuple(lanes_from_trace(trace, origin=origin)),
+        origin=origin,
+        calls=calls or ((origin, origin + 1),),
+        call_labels=tuple(trace.iterations.labels) or ("whole trace",),
+        whole_trace=whole,
+        keys=trace.gpu["key"].astype(str).to_numpy(),
+    )
+
+
+def build_view(a: Trace, b: Trace, diff: TraceDiff | None = None) -> DiffView:
+    diff = diff or diff_traces(a, b)
+    common = min(a.iterations.count, b.iterations.count)
+    default = 1 if common >= 2 else 0
+    return DiffView(diff, _side("A", a, default), _side("B", b, default), default)
+
+
+def shared_bounds(a: tuple[Lane, ...], b: tuple[Lane, ...]) -> tuple[int, int]:
+    """One zoom-out limit for both timelines, so the same window means the same times."""
+    extents = [lane.extent for lane in (*a, *b) if len(lane)]
+    if not extents:
+        return 0, 1
+    return min(e[0] for e in extents), max(e[1] for e in extents)
+
+
+def own_bounds(lanes: tuple[Lane, ...]) -> tuple[int, int]:
+    return shared_bounds(lanes, ())
+
+
+def marked(side: SideView, keys: tuple[str, ...]) -> np.ndarray:
+    """Boolean mask over a side's GPU rows (lane ids): the kernels of one matched row."""
+    return np.isin(side.keys, np.asarray(keys, dtype=object))

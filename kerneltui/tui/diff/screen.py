@@ -1,0 +1,136 @@
+"""The diff screen: headline, verdict, a panel per side, the matched table, both timelines."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.widgets import Footer, Static
+
+from kerneltui.diff_report import nbytes, num, side_rate
+from kerneltui.tui.diff.header import headline_text, sides_table, verdict_text
+from kerneltui.tui.diff.model import DiffView
+from kerneltui.tui.diff.table import MatchTable
+from kerneltui.tui.diff.timelines import PairedTimelines
+from kerneltui.tui.screens.help import HelpScreen
+from kerneltui.tui.widgets.timeline import Timeline
+
+
+class DiffScreen(Screen):
+    BINDINGS = [
+        Binding("question_mark", "help", "Help", id="diff.help"),
+        Binding("s", "toggle_scale", "Switch scale", id="diff.scale"),
+        Binding("c", "call(1)", "Next call", show=False, id="diff.next-call"),
+        Binding("C", "call(-1)", "Previous call", show=False, id="diff.previous-call"),
+        Binding("r", "reset_view", "Reset view", show=False, id="diff.reset"),
+        Binding("plus,equals_sign", "zoom(2.0)", "Zoom in", show=False, id="diff.zoom-in"),
+        Binding("minus", "zoom(0.5)", "Zoom out", show=False, id="diff.zoom-out"),
+        Binding("comma", "pan(-0.25)", "Pan left", show=False, id="diff.pan-left"),
+        Binding("full_stop", "pan(0.25)", "Pan right", show=False, id="diff.pan-right"),
+        Binding("q", "app.quit", "Quit", id="diff.quit"),
+    ]
+
+    def __init__(self, view: DiffView) -> None:
+        super().__init__()
+        self.view = view
+
+    def compose(self) -> ComposeResult:
+        d = self.view.diff
+        yield Static(headline_text(d), id="diff-headline")
+        yield Static(verdict_text(d), id="diff-verdict", classes=f"-{d.verdict.kind}")
+        yield Static(sides_table(d, full=False), id="diff-sides")
+        yield MatchTable(d.matches, d.b.unit, id="matches")
+        yield Static(id="match-detail")
+        yield PairedTimelines(self.view, id="timelines")
+        yield Footer()
+
+    def on_resize(self) -> None:
+        # wide or tall: the sides also say device and how the calls were found
+        full = self.size.width >= 120 or self.size.height >= 36
+        self.query_one("#diff-sides", Static).update(sides_table(self.view.diff, full))
+        self.query_one(PairedTimelines).show_steps(self.size.height >= 36)
+
+    def on_mount(self) -> None:
+        table = self.query_one(MatchTable)
+        table.focus()
+        if table.row_count():
+            table.move_cursor(0)
+        self._scale_label()
+
+    # -- the selected match -------------------------------------------------------
+    @on(MatchTable.Highlighted)
+    def _show_match(self, event: MatchTable.Highlighted) -> None:
+        m = event.table.row(event.row)
+        self.query_one(PairedTimelines).mark(m.a_keys, m.b_keys)
+        self.query_one("#match-detail", Static).update(self._detail(m))
+
+    def _detail(self, m) -> Text:
+        text = Text()
+        text.append(f"{m.kind} · {m.confidence}: ", style="bold")
+        text.append(f"{m.reason}\n")
+        text.append(
+            f"A {nbytes(m.a_bytes)}, {num(m.a_transfers, 1)} transfers, {side_rate(m, 'a')}"
+            f"  →  B {nbytes(m.b_bytes)}, {num(m.b_transfers, 1)} transfers, {side_rate(m, 'b')}",
+            style="dim",
+        )
+        if m.a_above_peak or m.b_above_peak:
+            text.append("  ! above peak: the data sat in cache", style="bold")
+        return text
+
+    # -- actions --------------------------------------------------------------------
+    def action_help(self) -> None:
+        self.app.push_screen(
+            HelpScreen(
+                [
+                    ("Diff", self.BINDINGS),
+                    ("Matched table", [*MatchTable.BINDINGS, *_table_moves()]),
+                    ("Timelines (tab to focus; A and B move together)", Timeline.BINDINGS),
+                    ("Reading it", _legend()),
+                ]
+            )
+        )
+
+    def action_toggle_scale(self) -> None:
+        linked = self.query_one(PairedTimelines).toggle_link()
+        self.notify("one time scale: A and B move together" if linked else "each side at its own scale", timeout=3)
+        self._scale_label()
+
+    def action_call(self, delta: int) -> None:
+        pair = self.query_one(PairedTimelines)
+        pair.show_call(pair.call + delta)
+        self._scale_label()
+
+    def action_reset_view(self) -> None:
+        self.query_one(PairedTimelines).reset_view()
+
+    def action_zoom(self, factor: float) -> None:
+        self.query_one(PairedTimelines).zoom(factor)
+
+    def action_pan(self, fraction: float) -> None:
+        self.query_one(PairedTimelines).pan(fraction)
+
+    def _scale_label(self) -> None:
+        pair = self.query_one(PairedTimelines)
+        a = self.view.a
+        where = "first launch" if a.whole_trace else f"start of {a.call_labels[min(pair.call, len(a.call_labels) - 1)]}"
+        pair.border_title = f"{'one time scale' if pair.linked else 'own scales'} · 0 = {where} · s switches"
+
+
+def _table_moves() -> list[tuple[str, str]]:
+    return [
+        ("↑ ↓ pgup pgdn", "move; the row's kernels are underlined on both timelines"),
+        ("tab", "focus: table → timeline A → timeline B"),
+    ]
+
+
+def _legend() -> list[tuple[str, str]]:
+    return [
+        ("same", "the same kernel on both sides"),
+        ("fused", "an Inductor kernel ← the kernels of the ops its name lists"),
+        ("op", "different kernels launched by the same op (e.g. another GEMM)"),
+        ("only A/B", "no counterpart found; 'low' when a region they share makes it uncertain"),
+        ("transfers", "bytes moved / size of the largest tensor of the call"),
+        ("!", "bandwidth above the device's peak: the data sat in cache"),
+    ]

@@ -1,0 +1,88 @@
+"""The matched table: kernels of A and B, same / fused / same op / one side only, sortable by delta."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from textual.binding import Binding
+
+from kerneltui.diff_report import delta_us, match_label, nbytes, num, side_rate, us
+from kerneltui.tui.widgets.table import Column, VirtualTable
+
+# sort key -> (columns, ascending by default)
+SORTS = {
+    "delta": (["delta_ns"], True),  # biggest saving first; again for biggest loss
+    "time": (["_total"], False),
+    "name": (["name"], True),
+    "match": (["_kind", "_total"], True),
+}
+KIND_RANK = {"same": 0, "renamed": 1, "fused": 2, "op": 3, "only A": 4, "only B": 5}
+
+
+class MatchTable(VirtualTable):
+    """One row per match group of ``TraceDiff.matches``; the cursor marks its kernels on the timelines."""
+
+    BINDINGS = [
+        Binding("d", "sort('delta')", "Sort by Δ", id="diff.sort-delta"),
+        Binding("t", "sort('time')", "Sort by time", show=False, id="diff.sort-time"),
+        Binding("n", "sort('name')", "Sort by name", show=False, id="diff.sort-name"),
+        Binding("m", "sort('match')", "Sort by match", show=False, id="diff.sort-match"),
+    ]
+    empty_text = "no GPU work on either side"
+
+    def __init__(self, matches: pd.DataFrame, unit: str = "call", **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.matches = matches.assign(
+            _total=matches["a_ns"].fillna(0) + matches["b_ns"].fillna(0), _kind=matches["kind"].map(KIND_RANK)
+        )
+        self.unit = unit
+        self.order = np.arange(len(matches))
+        self.sort_column = "match"
+
+    def columns(self) -> list[Column]:
+        return [
+            Column("name", "kernel (A → B)", 0),
+            Column("match", "match", 10, show_from=100),
+            Column("launches", f"n/{self.unit}", 7, "right"),
+            Column("time", f"GPU µs/{self.unit}", 16, "right"),
+            Column("delta", "Δ µs", 9, "right"),
+            Column("bytes", "bytes A → B", 21, "right", show_from=130),
+            Column("rate", "achieved A → B", 34, "right", show_from=150),
+        ]
+
+    def row_count(self) -> int:
+        return len(self.order)
+
+    def row(self, index: int):
+        """The match (a namedtuple) shown at a table row."""
+        return next(self.matches.iloc[[int(self.order[index])]].itertuples())
+
+    def cells(self, index: int) -> list[str]:
+        m = self.row(index)
+        return [
+            m.name,
+            match_label(m.kind, m.confidence),
+            f"{num(m.a_count)} → {num(m.b_count)}",
+            f"{us(m.a_ns)} → {us(m.b_ns)}",
+            delta_us(m.delta_ns),
+            f"{nbytes(m.a_bytes)} → {nbytes(m.b_bytes)}",
+            f"{side_rate(m, 'a')} → {side_rate(m, 'b')}",
+        ]
+
+    def row_class(self, index: int) -> str | None:
+        return "vtable--dim" if self.row(index).confidence == "low" else None
+
+    def action_sort(self, key: str) -> None:
+        columns, ascending = SORTS[key]
+        if key == self.sort_column:
+            self.sort_reverse = not self.sort_reverse
+        else:
+            self.sort_column, self.sort_reverse = key, False
+        if self.sort_reverse:
+            ascending = not ascending
+        selected = int(self.order[self.cursor]) if len(self.order) else 0
+        frame = self.matches.reset_index(drop=True)
+        self.order = frame.sort_values(columns, ascending=ascending, kind="stable").index.to_numpy()
+        self.reset()
+        if len(self.order):
+            self.move_cursor(int(np.flatnonzero(self.order == selected)[0]))

@@ -1,0 +1,104 @@
+"""The real `kerneltui diff` in a real terminal (tmux at 80x24), read back with capture-pane."""
+
+from __future__ import annotations
+
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+
+pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (apt-get install tmux)")
+
+COMMAND = "diff traces/add_relu_1M_eager.json.gz traces/add_relu_1M_compiled.json.gz"
+
+
+def kerneltui_command() -> str:
+    """The installed console script when there is one, else the module (same code)."""
+    script = shutil.which("kerneltui")
+    return script if script else f"{shlex.quote(sys.executable)} -m kerneltui"
+
+
+class Terminal:
+    def __init__(self, command: str, width: int, height: int, env: str = ""):
+        self.name = f"kerneltui-e2e-{uuid.uuid4().hex[:8]}"
+        shell = f"cd {shlex.quote(str(ROOT))} && {env} PYTHONPATH={shlex.quote(str(ROOT))} {command}; echo EXIT=$?; sleep 60"
+        subprocess.run(["tmux", "new-session", "-d", "-s", self.name, "-x", str(width), "-y", str(height), shell],
+                       check=True)
+
+    def screen(self) -> list[str]:
+        out = subprocess.run(["tmux", "capture-pane", "-p", "-t", self.name], capture_output=True, text=True)
+        return out.stdout.splitlines()
+
+    def wait_for(self, text: str, timeout: float = 30) -> list[str]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            lines = self.screen()
+            if any(text in line for line in lines):
+                return lines
+            time.sleep(0.2)
+        raise AssertionError(f"{text!r} never appeared:\n" + "\n".join(self.screen()))
+
+    def keys(self, *keys: str) -> None:
+        subprocess.run(["tmux", "send-keys", "-t", self.name, *keys], check=True)
+
+    def close(self) -> None:
+        subprocess.run(["tmux", "kill-session", "-t", self.name], capture_output=True)
+
+
+@pytest.fixture
+def terminal():
+    opened = []
+
+    def start(command: str, width: int = 80, height: int = 24, env: str = "") -> Terminal:
+        t = Terminal(command, width, height, env)
+        opened.append(t)
+        return t
+
+    yield start
+    for t in opened:
+        t.close()
+
+
+def test_diff_of_the_example_pair_at_80x24(terminal):
+    t = terminal(f"{kerneltui_command()} {COMMAND}")
+    t.wait_for("first launch")
+    time.sleep(0.5)  # let the last frame land
+    lines = t.screen()
+    assert lines[0].rstrip() == " 2 kernels → 1 per call · 5 array-sized transfers → 3"
+    assert lines[1].rstrip() == " B is 1.68x faster on the GPU (2.53 vs 4.26 GPU µs/call)."
+    assert lines[3].rstrip() == " launches  2 per call                  1 per call                         0.50x"
+    assert lines[4].rstrip() == " GPU       4.26µs/call, busy 0.2%      2.53µs/call, busy 0.1%             0.59x"
+    assert lines[5].rstrip() == " CPU       2.19ms/call                 2.36ms/call                 not compared"
+    assert lines[6].rstrip() == " moved     5 transfers = 20.0 MB       3 transfers = 12.0 MB              0.60x"
+    assert lines[7].rstrip() == " bandwidth 4,699 GB/s, 98% of peak     4,747 GB/s, 99% of peak"
+    assert lines[10].rstrip() == "triton_poi_fused_add_relu_0 ← add + relu        2 → 1      4.26 → 2.53     -1.73"
+    assert any(line.startswith(" fused · high: Inductor named it for add_relu") for line in lines)
+    assert any(line.startswith("A add_relu_…│╵0") for line in lines)
+    assert any(line.startswith("B add_relu_…│╵0") for line in lines)
+    assert lines[-1].rstrip() == " d Sort by Δ  ? Help  s Switch scale  q Quit"
+    assert all(len(line) <= 80 for line in lines) and len(lines) == 24
+
+    t.keys("s")
+    t.wait_for("own scales")
+    t.keys("q")
+    assert t.wait_for("EXIT=")[0].startswith("EXIT=0") or any(line.startswith("EXIT=0") for line in t.screen())
+
+
+def test_a_bad_file_exits_2_with_one_line(terminal, tmp_path_factory):
+    bad = Path("/tmp") / f"kt-{uuid.uuid4().hex[:6]}.json"  # short: the error line must fit 80 columns
+    bad.write_text("{not json")
+    t = terminal(f"{kerneltui_command()} diff traces/add_relu_1M_eager.json.gz {bad}", env="NO_COLOR=1")
+    t.wait_for("press q to quit")
+    t.keys("q")
+    lines = t.wait_for("EXIT=")
+    errors = [line for line in lines if line.startswith("kerneltui: ")]
+    assert len(errors) == 1 and str(bad) in errors[0]
+    assert any(line.startswith("EXIT=2") for line in lines)
+    bad.unlink()

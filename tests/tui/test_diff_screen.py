@@ -1,0 +1,215 @@
+"""The diff screen on real traces: what it says, what each key does, and how it looks (snapshots)."""
+
+from __future__ import annotations
+
+from contextlib import asynccontextmanager
+
+import pytest
+
+from kerneltui.errors import TraceError
+from kerneltui.trace import load_trace
+from kerneltui.tui.diff.app import build_app
+from kerneltui.tui.diff.screen import DiffScreen
+from kerneltui.tui.diff.table import MatchTable
+from kerneltui.tui.diff.timelines import PairedTimelines
+from kerneltui.tui.screens.help import HelpScreen
+from kerneltui.tui.screens.loading import LoadingScreen
+from tests.conftest import PROJECT_TRACES, shared_trace
+
+EAGER = PROJECT_TRACES / "add_relu_1M_eager.json.gz"
+COMPILED = PROJECT_TRACES / "add_relu_1M_compiled.json.gz"
+
+
+def pair(workload: str):
+    return shared_trace(f"{workload}_eager"), shared_trace(f"{workload}_compiled")
+
+
+async def wait_for_diff(pilot) -> None:
+    """Until the worker has loaded and diffed both traces (or failed)."""
+    app = pilot.app
+    await app.workers.wait_for_complete()
+    for _ in range(100):
+        await pilot.pause()
+        if isinstance(app.screen, DiffScreen) or app.error:
+            break
+    await pilot.pause()
+
+
+@asynccontextmanager
+async def opened(a=EAGER, b=COMPILED, size=(80, 24), loader=None):
+    app = build_app(str(a), str(b)) if loader is None else build_app(str(a), str(b), loader)
+    async with app.run_test(size=size) as pilot:
+        await wait_for_diff(pilot)
+        yield app, pilot
+
+
+def text_of(app, selector: str) -> str:
+    return str(app.screen.query_one(selector).render())
+
+
+def timelines(app):
+    return app.screen.query_one(PairedTimelines).timelines
+
+
+async def test_example_pair_says_plainly_two_kernels_to_one_and_five_transfers_to_three():
+    async with opened() as (app, pilot):
+        assert isinstance(app.screen, DiffScreen)
+        assert text_of(app, "#diff-headline") == "2 kernels → 1 per call · 5 array-sized transfers → 3"
+        assert text_of(app, "#diff-verdict") == "B is 1.68x faster on the GPU (2.53 vs 4.26 GPU µs/call)."
+        table = app.screen.query_one(MatchTable)
+        assert table.row_count() == 1
+        assert table.cells(0) == [
+            "triton_poi_fused_add_relu_0 ← add + relu", "fused·high", "2 → 1", "4.26 → 2.53", "-1.73",
+            "20.0 MB → 12.0 MB", "4,699 GB/s 98% → 4,747 GB/s 99%",
+        ]
+        detail = text_of(app, "#match-detail")
+        assert detail.startswith("fused · high: Inductor named it for add_relu; A's kernels were launched by add, relu")
+
+
+async def test_sides_show_the_same_numbers_as_the_report():
+    async with opened(size=(200, 50)) as (app, pilot):
+        sides = app.screen.query_one("#diff-sides")
+        lines = [line.text.rstrip() for line in sides.render_lines(sides.region.reset_offset)]
+        text = "\n".join(lines)
+        for fact in ("2 per call", "1 per call", "0.50x", "4.26µs/call, busy 0.2%", "2.53µs/call, busy 0.1%",
+                     "0.59x", "not compared", "5 transfers = 20.0 MB", "3 transfers = 12.0 MB", "0.60x",
+                     "4,699 GB/s, 98% of peak", "NVIDIA H200", "1 (whole trace)"):
+            assert fact in text, fact
+
+
+async def test_launch_bound_is_stated_not_a_speed_up():
+    async with opened(*pair("add_relu_100")) as (app, pilot):
+        verdict = app.screen.query_one("#diff-verdict")
+        assert verdict.has_class("-launch-bound")
+        assert text_of(app, "#diff-verdict").startswith("Launch-bound: B has less GPU time (0.72 vs 1.89 GPU µs/call)")
+        assert "likely slower" in text_of(app, "#diff-verdict")
+
+
+async def test_timelines_start_aligned_on_one_scale_and_zoom_together():
+    async with opened(*pair("add_relu_100")) as (app, pilot):
+        a, b = timelines(app)
+        pair_widget = app.screen.query_one(PairedTimelines)
+        assert pair_widget.call == 1  # the second call: the first absorbs profiler start-up
+        assert a.window == b.window and a.bounds == b.bounds
+        assert a.window[0] <= 0 < a.window[1]
+        before = a.window
+        await pilot.press("plus")  # from the table: both zoom
+        assert a.window == b.window and a.window[1] - a.window[0] < before[1] - before[0]
+        await pilot.press("tab")  # timeline A: its own keys, B follows
+        assert app.focused is a
+        await pilot.press("full_stop")
+        assert a.window == b.window != before
+        await pilot.press("tab", "minus")  # timeline B: A follows
+        assert app.focused is b and a.window == b.window
+
+
+async def test_s_switches_each_side_to_its_own_scale():
+    async with opened(*pair("add_relu_100")) as (app, pilot):
+        a, b = timelines(app)
+        await pilot.press("s")
+        pair_widget = app.screen.query_one(PairedTimelines)
+        assert not pair_widget.linked
+        view = pair_widget.view
+        # each fits its own call: B's call (CPU overhead before its one kernel) is longer than A's
+        assert a.window != b.window
+        assert pair_widget.border_title.startswith("own scales")
+        await pilot.press("tab", "plus")
+        assert a.window != b.window  # unlinked: B stays
+        b_before = b.window
+        await pilot.press("full_stop")
+        assert b.window == b_before
+        await pilot.press("s")
+        assert pair_widget.linked and a.window == b.window
+        assert view.default_call == 1
+
+
+async def test_next_and_previous_call_realign_both_sides():
+    async with opened(*pair("add_relu_100")) as (app, pilot):
+        pair_widget = app.screen.query_one(PairedTimelines)
+        await pilot.press("c")
+        assert pair_widget.call == 2 and "call 3" in pair_widget.border_title
+        await pilot.press("c")
+        assert pair_widget.call == 2  # clamped to the calls both sides have
+        await pilot.press("C", "C", "C")
+        assert pair_widget.call == 0
+
+
+async def test_moving_the_cursor_marks_the_rows_kernels_on_both_timelines():
+    async with opened(*pair("mlp_bf16"), size=(200, 50)) as (app, pilot):
+        table = app.screen.query_one(MatchTable)
+        a, b = timelines(app)
+        names = [table.cells(i)[0] for i in range(table.row_count())]
+        gelu = names.index("triton_poi_fused_gelu_view_1 ← gelu")
+        table.move_cursor(gelu)
+        await pilot.pause()
+        # three calls: the eager GELU kernel and the fused one, three launches each
+        assert int(a._marked.sum()) == 3 and int(b._marked.sum()) == 3
+
+
+async def test_sort_by_delta_and_back():
+    async with opened(*pair("mlp_bf16")) as (app, pilot):
+        table = app.screen.query_one(MatchTable)
+        await pilot.press("d")
+        deltas = [float(table.cells(i)[4]) for i in range(table.row_count())]
+        assert deltas == sorted(deltas) and deltas[0] == -22.99  # the layer norm gains most
+        assert table.sort_column == "delta"
+        await pilot.press("d")
+        deltas = [float(table.cells(i)[4]) for i in range(table.row_count())]
+        assert deltas == sorted(deltas, reverse=True) and table.sort_reverse
+        await pilot.press("m")
+        assert [table.cells(i)[1] for i in range(table.row_count())][:2] == ["same·high", "same·high"]
+
+
+async def test_help_lists_every_key():
+    async with opened() as (app, pilot):
+        await pilot.press("question_mark")
+        assert isinstance(app.screen, HelpScreen)
+        keys = app.screen.query_one("#help-keys")
+        text = "\n".join(line.text for line in keys.render_lines(keys.region.reset_offset))
+        for words in ("Switch scale", "Next call", "Sort by Δ", "Zoom in", "Pan left", "fused"):
+            assert words in text, words
+        await pilot.press("escape")
+        assert isinstance(app.screen, DiffScreen)
+
+
+async def test_a_bad_file_is_one_line_and_exit_2():
+    def loader(path, progress=None):
+        if "compiled" in str(path):
+            raise TraceError(f"{path}: not a trace (no traceEvents)")
+        return load_trace(path, progress)
+
+    async with opened(loader=loader) as (app, pilot):
+        assert isinstance(app.screen, LoadingScreen)
+        assert app.error == f"{COMPILED}: not a trace (no traceEvents)"
+        assert f"kerneltui: {COMPILED}: not a trace" in text_of(app, "#loading-title")
+        await pilot.press("q")
+    assert app.return_code == 2
+
+
+async def test_self_diff_shows_every_kernel_unchanged():
+    trace = shared_trace("norm_chain_eager")
+    async with opened(trace, trace, size=(120, 40)) as (app, pilot):
+        table = app.screen.query_one(MatchTable)
+        assert {table.cells(i)[1] for i in range(table.row_count())} == {"same·high"}
+        assert {table.cells(i)[4] for i in range(table.row_count())} == {"+0.00"}
+        assert text_of(app, "#diff-verdict").startswith("GPU time unchanged")
+
+
+# -- snapshots: pictures someone looked at (docs/screenshots/diff*.svg are the same screens) --------
+async def _ready(pilot) -> None:
+    await wait_for_diff(pilot)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (200, 50)], ids=["80x24", "200x50"])
+def test_snapshot_example_pair(snap_compare, size):
+    assert snap_compare(build_app(str(EAGER), str(COMPILED)), terminal_size=size, run_before=_ready)
+
+
+def test_snapshot_launch_bound_80x24(snap_compare):
+    a, b = pair("add_relu_100")
+    assert snap_compare(build_app(str(a), str(b)), terminal_size=(80, 24), run_before=_ready)
+
+
+def test_snapshot_mlp_wide(snap_compare):
+    a, b = pair("mlp_bf16")
+    assert snap_compare(build_app(str(a), str(b)), terminal_size=(200, 50), run_before=_ready)
