@@ -63,9 +63,11 @@ class FrameTree:
         ids = ev["python_id"].to_numpy()[python]
         order = np.argsort(ids, kind="stable")
         self._ids, self._rows = ids[order], python[order]
+        self._parent_ids = ev["python_parent"].to_numpy()
+        self._name_codes = ev["name"].to_numpy()
 
     def parent(self, row: int) -> int:
-        parent_id = int(self.trace.events["python_parent"].iat[row])
+        parent_id = int(self._parent_ids[row])
         if parent_id < 0 or not len(self._ids):
             return -1
         at = int(np.searchsorted(self._ids, parent_id))
@@ -79,17 +81,30 @@ class FrameTree:
             row = self.parent(row)
         return out
 
+    def name(self, row: int) -> str:
+        return self.trace.name(int(self._name_codes[row]))
+
 
 def sources(trace: Trace, frame_rows: np.ndarray) -> pd.DataFrame:
-    """For each innermost frame row: the user's source line and the nn.Module path."""
+    """For each innermost frame row: the user's source line and the nn.Module path.
+
+    Memoised per frame, outermost first, so each frame of the trace is named once.
+    """
     tree = FrameTree(trace)
     known: dict[int, tuple[str, str]] = {-1: ("", "")}
-    for row in np.unique(frame_rows):
-        if row in known:
-            continue
-        names = [trace.name(int(trace.events["name"].iat[r])) for r in tree.stack(int(row))]
-        source = next((n for n in names if is_user_frame(n)), "")
-        modules = [n[len(MODULE_FRAME):] for n in reversed(names) if n.startswith(MODULE_FRAME)]
-        known[int(row)] = (source, "/".join(modules))
+    for start in np.unique(frame_rows):
+        chain = []
+        row = int(start)
+        while row not in known and len(chain) < MAX_DEPTH:
+            chain.append(row)
+            row = tree.parent(row)
+        source, module = known.get(row, ("", ""))
+        for row in reversed(chain):  # outermost first
+            name = tree.name(row)
+            if is_user_frame(name):
+                source = name
+            if name.startswith(MODULE_FRAME):
+                module = f"{module}/{name[len(MODULE_FRAME):]}" if module else name[len(MODULE_FRAME):]
+            known[row] = (source, module)
     pairs = [known[int(r)] for r in frame_rows]
     return pd.DataFrame(pairs, columns=["source", "module"])

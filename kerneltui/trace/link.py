@@ -62,10 +62,9 @@ def _link_launches(g: pd.DataFrame, events: pd.DataFrame, names: list[str]) -> N
     g["launch_ts"] = np.where(has, events["ts"].to_numpy()[safe], g["ts"].to_numpy())
     g["launch_dur"] = np.where(has, events["dur"].to_numpy()[safe], 0)
     g["launch_lane"] = np.where(has, events["lane"].to_numpy()[safe], -1)
-    code = np.where(has, events["name"].to_numpy()[safe], -1)
-    launch_names = np.array(names + [""], dtype=object)[code]
-    g["launch"] = pd.Categorical(launch_names)
-    g["graph"] = np.isin(launch_names, GRAPH_LAUNCHES)
+    launch = names_categorical(names, np.where(has, events["name"].to_numpy()[safe], -1))
+    g["launch"] = launch
+    g["graph"] = np.asarray(launch.isin(GRAPH_LAUNCHES))
 
 
 def _link_ops(g: pd.DataFrame, events: pd.DataFrame, names: list[str], nesting) -> None:
@@ -82,34 +81,61 @@ def _link_ops(g: pd.DataFrame, events: pd.DataFrame, names: list[str], nesting) 
                 continue
             which = missing & (launch_lane == lane)
             op[which] = stack.innermost_op(g["launch_ts"].to_numpy()[which])
-    graph = g["graph"].to_numpy()
     g["op_row"] = op
-    code = np.where(op >= 0, events["name"].to_numpy()[np.where(op >= 0, op, 0)], -1)
-    op_names = np.array(names + [""], dtype=object)[code]
-    op_names[graph] = GRAPH_OP
-    g["op"] = pd.Categorical(op_names)
+    op_names = names_categorical(names, np.where(op >= 0, events["name"].to_numpy()[np.where(op >= 0, op, 0)], -1))
+    if g["graph"].any():
+        op_names = op_names.add_categories([GRAPH_OP]) if GRAPH_OP not in op_names.categories else op_names
+        op_names[g["graph"].to_numpy()] = GRAPH_OP
+    g["op"] = op_names.remove_unused_categories()
+
+
+def names_categorical(names: list[str], codes: np.ndarray) -> pd.Categorical:
+    """Interned name codes (-1: none) as a Categorical, without touching a string per row."""
+    codes = np.asarray(codes)
+    empty = len(names)
+    categories = names + [""]
+    if "" in names:  # the trace itself has an empty name: reuse it
+        empty = names.index("")
+        categories = names
+    return pd.Categorical.from_codes(np.where(codes >= 0, codes, empty), categories=categories)
 
 
 def _keys(g: pd.DataFrame, events: pd.DataFrame, names: list[str]) -> None:
     """key = full name (+ @hash when one Triton name has several hashes); short = display name."""
     op = g["op_row"].to_numpy()
-    op_hash = np.where(op >= 0, events["kernel_hash"].to_numpy()[np.where(op >= 0, op, 0)], -1)
-    own_hash = op_hash >= 0
-    own_hash &= events["name"].to_numpy()[np.where(op >= 0, op, 0)] == g["name"].to_numpy()
-    table = np.array(names + [""], dtype=object)
-    full = table[g["name"].to_numpy()]
-    hashes = np.where(own_hash, table[np.where(own_hash, op_hash, -1)], "")
-    frame = pd.DataFrame({"full": full, "hash": hashes})
-    hashes_per_name = frame.groupby("full")["hash"].nunique()
-    ambiguous = frame["full"].map(hashes_per_name).to_numpy() > 1
-    key = np.where(ambiguous, frame["full"] + "@" + frame["hash"], frame["full"])
-    shorts = short_names(pd.unique(full))
-    short = np.array([shorts[f] for f in full], dtype=object) if len(full) else np.array([], dtype=object)
-    short = np.where(ambiguous, short + "@" + frame["hash"].str[:6].to_numpy(), short)
-    g["full_name"] = pd.Categorical(full)
-    g["kernel_hash"] = pd.Categorical(hashes)
-    g["key"] = pd.Categorical(key)
-    g["short"] = pd.Categorical(short)
+    safe_op = np.where(op >= 0, op, 0)
+    hash_code = np.where(op >= 0, events["kernel_hash"].to_numpy()[safe_op], -1)
+    # the hash belongs to the kernel only if its op is the Triton launch of that same name
+    hash_code = np.where(events["name"].to_numpy()[safe_op] == g["name"].to_numpy(), hash_code, -1)
+    full = names_categorical(names, g["name"].to_numpy()).remove_unused_categories()
+    hashes = names_categorical(names, hash_code).remove_unused_categories()
+    g["full_name"] = full
+    g["kernel_hash"] = hashes
+    pairs = pd.DataFrame({"full": full, "hash": hashes}).drop_duplicates()
+    ambiguous_names = pairs.groupby("full", observed=True).size()
+    ambiguous_names = set(ambiguous_names.index[ambiguous_names.to_numpy() > 1])
+    shorts = short_names(full.categories)
+    # build key/short per distinct (name, hash) pair, then map rows onto them
+    pair_codes = full.codes.astype(np.int64) * (len(hashes.categories) + 1) + hashes.codes
+    distinct, row_pair = np.unique(pair_codes, return_inverse=True)
+    key_of, short_of = [], []
+    for code in distinct:
+        name = full.categories[code // (len(hashes.categories) + 1)]
+        kernel_hash = hashes.categories[code % (len(hashes.categories) + 1)]
+        if name in ambiguous_names:
+            key_of.append(f"{name}@{kernel_hash}")
+            short_of.append(f"{shorts[name]}@{kernel_hash[:6]}")
+        else:
+            key_of.append(name)
+            short_of.append(shorts[name])
+    g["key"] = _expand(key_of, row_pair)
+    g["short"] = _expand(short_of, row_pair)
+
+
+def _expand(values: list[str], row_codes: np.ndarray) -> pd.Categorical:
+    """Per-distinct values to a per-row Categorical (values may repeat)."""
+    codes, categories = pd.factorize(pd.Series(values, dtype=object))
+    return pd.Categorical.from_codes(codes[row_codes] if len(row_codes) else row_codes, categories=categories)
 
 
 class OpStack:
