@@ -51,7 +51,6 @@ class SideFacts:
     peak_gbs: float  # device peak, NaN when the device is not in the table
     record_shapes: bool
     with_stack: bool
-    align_ns: int  # start of the first step/call: where the timelines line up
     iteration_starts: tuple[int, ...] = ()
     iteration_labels: tuple[str, ...] = ()
 
@@ -154,7 +153,6 @@ def _side(label: str, trace: Trace, traffic: Traffic) -> SideFacts:
         peak_gbs=float(traffic.device.bandwidth_gbs) if traffic.device else math.nan,
         record_shapes=trace.meta.record_shapes,
         with_stack=trace.meta.with_stack,
-        align_ns=int(its.starts[0]) if its.count else int(trace.window[0]),
         iteration_starts=tuple(int(x) for x in its.starts),
         iteration_labels=tuple(its.labels),
     )
@@ -232,6 +230,10 @@ def _facts(a: SideFacts, b: SideFacts, matches: pd.DataFrame) -> list[str]:
     return facts
 
 
+def _plural(n: int, unit: str) -> str:
+    return f"{n} {unit}" if n == 1 else f"{n} {unit}s"
+
+
 def _notes(ta: Trace, tb: Trace, a: SideFacts, b: SideFacts) -> list[str]:
     notes = []
     if a.device != b.device:
@@ -250,15 +252,15 @@ def _notes(ta: Trace, tb: Trace, a: SideFacts, b: SideFacts) -> list[str]:
         notes.append(f"{missing}: no with_stack: nn.Module regions not used for matching")
     if a.iterations != b.iterations or a.iteration_source != b.iteration_source:
         notes.append(
-            f"{a.iterations} {a.unit}s ({a.iteration_source}) vs {b.iterations} {b.unit}s ({b.iteration_source}):"
-            " compared per step/call"
+            f"{_plural(a.iterations, a.unit)} ({a.iteration_source}) vs {_plural(b.iterations, b.unit)}"
+            f" ({b.iteration_source}): compared per step/call"
         )
     if a.iterations < MIN_CALLS_FOR_CPU or b.iterations < MIN_CALLS_FOR_CPU:
         notes.append(
-            f"CPU time not compared: fewer than {MIN_CALLS_FOR_CPU} {b.unit}s, and the first absorbs profiler start-up"
+            f"CPU time: only {_plural(min(a.iterations, b.iterations), b.unit)}, and the first absorbs profiler start-up"
         )
     elif a.cpu_ns <= 0 or b.cpu_ns <= 0:
-        notes.append("CPU time not compared: a trace has no CPU ops (CUDA activity only)")
+        notes.append("CPU time: a trace has no CPU ops (CUDA activity only)")
     for label, trace in (("A", ta), ("B", tb)):
         if not (trace.events["kind"].to_numpy() == Kind.CPU_OP).any():
             notes.append(f"{label}: no CPU ops (CUDA activity only): kernels matched by name only, not by op or region")

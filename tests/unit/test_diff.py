@@ -78,7 +78,7 @@ def test_example_pair_headline():
     assert d.verdict.kind == "faster"
     assert d.verdict.text == "B is 1.68x faster on the GPU (2.53 vs 4.26 GPU µs/call)."
     # one call each, the first absorbs profiler start-up: CPU time is not compared
-    assert d.notes == ("CPU time not compared: fewer than 3 calls, and the first absorbs profiler start-up",)
+    assert d.notes == ("CPU time: only 1 call, and the first absorbs profiler start-up",)
 
 
 def test_small_inputs_are_launch_bound():
@@ -167,7 +167,7 @@ def test_different_step_counts_compare_per_call():
     d = diff_traces(trace("add_relu_1M_eager"), trace("add_relu_100_compiled"))
     assert (d.a.iterations, d.b.iterations) == (1, 3)
     assert (d.a.launches, d.b.launches) == (2, 1)
-    assert "1 calls (whole trace) vs 3 calls (repeated op sequence): compared per step/call" in d.notes
+    assert "1 call (whole trace) vs 3 calls (repeated op sequence): compared per step/call" in d.notes
     assert d.matches.iloc[0]["kind"] == "fused"
 
 

@@ -47,8 +47,7 @@ triton_poi_fused_add_relu_0 ← add + relu                              fused·h
   Inductor named it for add_relu; A's kernels were launched by add, relu
 
 not compared:
-  CPU time not compared: fewer than 3 calls, and the first absorbs profiler
-    start-up
+  CPU time: only 1 call, and the first absorbs profiler start-up
 """
 
 
@@ -109,7 +108,7 @@ def test_markdown_of_the_example_pair():
         "\n"
         "Not compared:\n"
         "\n"
-        "- CPU time not compared: fewer than 3 calls, and the first absorbs profiler start-up\n"
+        "- CPU time: only 1 call, and the first absorbs profiler start-up\n"
     )
 
 

@@ -26,6 +26,17 @@ def verdict_text(d: TraceDiff) -> Text:
     return Text(d.verdict.text, style=style)
 
 
+def notes_text(d: TraceDiff) -> Text:
+    """What could not be compared: one line on small screens (i lists them all)."""
+    if not d.notes:
+        return Text("")
+    text = Text("not compared: ", style="bold")
+    text.append("; ".join(d.notes))
+    if len(d.notes) > 1:
+        text.append(f" ({len(d.notes)} notes, i lists them)", style="dim")
+    return text
+
+
 def sides_table(d: TraceDiff, full: bool) -> Table:
     """One column per side, one row per fact, and the B/A ratio; ``full`` adds device and calls."""
     a, b, r = d.a, d.b, d.ratios

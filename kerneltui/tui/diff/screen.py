@@ -10,7 +10,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from kerneltui.diff_report import nbytes, num, side_rate
-from kerneltui.tui.diff.header import headline_text, sides_table, verdict_text
+from kerneltui.tui.diff.header import headline_text, notes_text, sides_table, verdict_text
 from kerneltui.tui.diff.model import DiffView
 from kerneltui.tui.diff.table import MatchTable
 from kerneltui.tui.diff.timelines import PairedTimelines
@@ -25,6 +25,7 @@ class DiffScreen(Screen):
         Binding("c", "call(1)", "Next call", show=False, id="diff.next-call"),
         Binding("C", "call(-1)", "Previous call", show=False, id="diff.previous-call"),
         Binding("r", "reset_view", "Reset view", show=False, id="diff.reset"),
+        Binding("i", "notes", "What was not compared", show=False, id="diff.notes"),
         Binding("plus,equals_sign", "zoom(2.0)", "Zoom in", show=False, id="diff.zoom-in"),
         Binding("minus", "zoom(0.5)", "Zoom out", show=False, id="diff.zoom-out"),
         Binding("comma", "pan(-0.25)", "Pan left", show=False, id="diff.pan-left"),
@@ -40,6 +41,7 @@ class DiffScreen(Screen):
         d = self.view.diff
         yield Static(headline_text(d), id="diff-headline")
         yield Static(verdict_text(d), id="diff-verdict", classes=f"-{d.verdict.kind}")
+        yield Static(notes_text(d), id="diff-notes", classes="" if d.notes else "-none")
         yield Static(sides_table(d, full=False), id="diff-sides")
         yield MatchTable(d.matches, d.b.unit, id="matches")
         yield Static(id="match-detail")
@@ -91,6 +93,10 @@ class DiffScreen(Screen):
                 ]
             )
         )
+
+    def action_notes(self) -> None:
+        notes = self.view.diff.notes
+        self.notify("\n".join(notes) if notes else "everything compared", title="not compared", timeout=12)
 
     def action_toggle_scale(self) -> None:
         linked = self.query_one(PairedTimelines).toggle_link()
