@@ -83,8 +83,9 @@ class KernelTuiApp(App):
         if isinstance(error, UserError):
             # the same one line the CLI prints, shown in the app; the exit status says it failed
             self.error = str(error)
-            if isinstance(self.screen, LoadingScreen):
-                self.screen.failed(self.error)
+            for screen in self.screen_stack:
+                if isinstance(screen, LoadingScreen) and screen.is_mounted:
+                    screen.failed(self.error)  # (not mounted yet: it shows app.error on mount)
             return
         raise error  # our bug: let Textual show the traceback
 

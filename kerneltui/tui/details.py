@@ -52,10 +52,6 @@ def launch_details(kernels: Kernels, browse: Browse | None, launch: int, full_na
     short, full = kernels.key_short[code], kernels.key_full[code]
     kind = Kind(int(r["kind"]))
     rows: list[tuple[str, str]] = []
-    if full != short or full_names:
-        rows.append(("full name", full))
-    if full_names:
-        rows.append(("short name", short))
     if kind != Kind.KERNEL:
         rows.append(("kind", KIND_LABEL[kind]))
     same = kernels.key_codes == code
@@ -74,6 +70,10 @@ def launch_details(kernels: Kernels, browse: Browse | None, launch: int, full_na
         rows.append(("op", " › ".join(stack) if stack else (str(r["op"]) or "–")))
         rows.append(("source", _source(trace, browse, launch)))
     rows.append(("step", _step_label(trace, int(r["iteration"]))))
+    if full_names:
+        rows.append(("short name", short))
+    elif full != short:
+        rows.append(("full name", full))  # after the short facts: it can take several lines
     if kind == Kind.KERNEL:
         rows.append(("grid", f"{dims(int(r['grid_x']), int(r['grid_y']), int(r['grid_z']))}"
                              f"  block {dims(int(r['block_x']), int(r['block_y']), int(r['block_z']))}"))

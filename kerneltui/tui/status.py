@@ -11,7 +11,7 @@ from kerneltui.units import fmt_ns, fmt_share
 
 CATEGORY_LABEL = {cid: label for cid, label, _ in GPU_CATEGORIES + CPU_CATEGORIES}
 CATEGORY_KEY = {"memcpy": "C", "memset": "S", "runtime": "R", "cpu_op": "O", "annotation": "A", "memory": "M"}
-SHORT_LABEL = {"memcpy": "memcpy", "memset": "memset", "runtime": "runtime", "cpu_op": "ops",
+SHORT_LABEL = {"memcpy": "memcpy", "memset": "memset", "runtime": "api", "cpu_op": "ops",
                "annotation": "annot", "memory": "alloc"}
 
 
@@ -46,14 +46,23 @@ def noise(shown: frozenset[str], browse: Browse | None) -> Text:
     off = [c for c in CATEGORY_KEY if c not in shown]
     for cid in on:
         _item(text, cid, browse)
-    text.append(" │ hidden:", style="dim")
+    text.append(" │ off:", style="dim")
     for cid in off:
         _item(text, cid, browse)
     return text
 
 
+def compact(n: int) -> str:
+    """A count in at most 5 characters: 6, 1129, 12.3k, 4.1M (the noise bar must fit 80 columns)."""
+    if n < 10_000:
+        return str(n)
+    if n < 1_000_000:
+        return f"{n / 1000:.1f}k" if n < 100_000 else f"{n // 1000}k"
+    return f"{n / 1e6:.1f}M"
+
+
 def _item(text: Text, cid: str, browse: Browse | None) -> None:
-    count = f"{browse.counts[cid]:,}" if browse is not None else "…"
+    count = compact(browse.counts[cid]) if browse is not None else "…"
     text.append(" ")
     text.append(CATEGORY_KEY[cid], style="bold reverse")
     text.append(f" {SHORT_LABEL[cid]} {count}")

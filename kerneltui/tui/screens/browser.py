@@ -35,12 +35,12 @@ NOISE_KEYS = (("C", "memcpy"), ("S", "memset"), ("R", "runtime"), ("O", "cpu_op"
 class BrowserScreen(Screen):
     BINDINGS = [
         Binding("question_mark", "help", "Help", id="help"),
-        Binding("slash", "focus_filter", "Filter", id="filter"),
-        Binding("v", "toggle_view", "View", id="toggle-view"),
-        Binding("f", "toggle_names", "Full names", id="full-names"),
-        Binding("t", "jump", "Timeline", id="jump"),
-        Binding("plus,equals_sign", "zoom(2.0)", "Zoom", id="zoom-in"),
-        Binding("minus", "zoom(0.5)", "Out", id="zoom-out"),
+        Binding("slash", "focus_filter", "Filter", id="filter", tooltip="Filter by name: type text, or /regex"),
+        Binding("v", "toggle_view", "View", id="toggle-view", tooltip="Switch between the kernel table and every launch"),
+        Binding("f", "toggle_names", "Full names", id="full-names", tooltip="Full kernel names instead of short ones"),
+        Binding("t", "jump", "Timeline", id="jump", tooltip="Jump from the table to the timeline, and back to the launch"),
+        Binding("plus,equals_sign", "zoom(2.0)", "Zoom", id="zoom-in", tooltip="Zoom the timeline in, around the selection"),
+        Binding("minus", "zoom(0.5)", "Out", id="zoom-out", tooltip="Zoom the timeline out"),
         Binding("comma,shift+left", "pan(-0.25)", "Pan left", show=False, id="pan-left"),
         Binding("full_stop,shift+right", "pan(0.25)", "Pan right", show=False, id="pan-right"),
         Binding("z", "zoom_selection", "Zoom to selection", show=False, id="zoom-selection"),
@@ -98,7 +98,7 @@ class BrowserScreen(Screen):
         self.query_one("#header", Static).update(status.header(self.kernels, browse))
         self.query_one(LaunchList).set_source(self.kernels, browse)
         timeline = self.query_one(Timeline)
-        timeline.set_steps(*browse.step_spans)
+        timeline.set_steps(*browse.step_spans, step_of_id=self.kernels.trace.gpu["iteration"].to_numpy())
         start, end = self.kernels.trace.window
         timeline.set_lanes(filter_lanes(browse.lanes, self.keep), bounds=(0, end - start))
         timeline.fit()

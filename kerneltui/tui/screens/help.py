@@ -33,7 +33,7 @@ def help_table(sections: Iterable[tuple[str, Iterable[Binding | tuple[str, str]]
         table.add_row("", Text(title, style="underline"))
         for item in items:
             if isinstance(item, Binding):
-                table.add_row(Text(key_text(item)), Text(item.description))
+                table.add_row(Text(key_text(item)), Text(item.tooltip or item.description))
             else:
                 table.add_row(Text(item[0]), Text(item[1]))
         table.add_row("", "")
@@ -46,11 +46,12 @@ class HelpScreen(ModalScreen):
     def __init__(self, sections: list[tuple[str, list]]) -> None:
         super().__init__()
         self.sections = sections
+        self.table = help_table(sections)
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="help-box"):
             yield Static(Text("Keys  (escape closes; ↑↓ scroll)", style="bold"))
-            yield Static(help_table(self.sections), id="help-keys")
+            yield Static(self.table, id="help-keys")
 
     def on_mount(self) -> None:
         self.query_one("#help-box").focus()

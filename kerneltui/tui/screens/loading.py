@@ -24,6 +24,10 @@ class LoadingScreen(Screen):
             yield Static("reading the file", id="loading-stage")
         yield Footer()
 
+    def on_mount(self) -> None:
+        if getattr(self.app, "error", None):
+            self.failed(self.app.error)
+
     def progress(self, fraction: float) -> None:
         self.query_one(ProgressBar).update(progress=round(100 * fraction, 1))
 

@@ -64,6 +64,7 @@ class KernelTable(VirtualTable):
         self._rows = np.empty(0, np.int64)  # positions kept, in stats order
         self._order = np.empty(0, np.int64)  # positions kept, in display order
         self._values: dict[str, np.ndarray] = {}
+        self._natural: dict[str, int] = {}
         self.sort_column, self.sort_reverse = "total", True
 
     # -- data -----------------------------------------------------------------
@@ -72,7 +73,9 @@ class KernelTable(VirtualTable):
         if stats is not self._stats:
             self._stats = stats
             self._values = {c: stats[c].to_numpy() for c in stats.columns}
+            self._natural: dict[str, int] = {}
         self._rows = np.arange(len(stats)) if rows is None else np.asarray(rows, np.int64)
+        self._natural = {}
         self._apply_sort()
         self._restore(key)
 
@@ -101,11 +104,21 @@ class KernelTable(VirtualTable):
         return True
 
     def watch_full_names(self) -> None:
+        self._natural = {}
         if self.sort_column == "name":
             self._apply_sort()
         self.reset()
 
     # -- VirtualTable hooks ----------------------------------------------------
+    def natural_width(self, key: str) -> int | None:
+        field = self._field(key)
+        if key not in ("name", "op") or field not in self._values or not len(self._values[field]):
+            return None
+        if field not in self._natural:  # once per change: _layout runs for every line
+            kept = self._values[field][self._rows] if len(self._rows) else self._values[field]
+            self._natural[field] = max(len(str(v)) for v in kept)
+        return self._natural[field]
+
     def columns(self) -> list[Column]:
         return self._columns
 

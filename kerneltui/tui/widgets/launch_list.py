@@ -46,6 +46,7 @@ class LaunchList(VirtualTable):
         self.browse: Browse | None = None
         self.events = EventList(np.empty(0, np.int64), np.empty(0, np.int64))
         self._order: np.ndarray | None = None  # None: time order
+        self._natural: dict[str, int | None] = {}
         self.sort_column, self.sort_reverse = "start", False
 
     def set_source(self, kernels: Kernels, browse: Browse | None) -> None:
@@ -60,11 +61,13 @@ class LaunchList(VirtualTable):
         self._op = g["op"].cat.codes.to_numpy()
         self._op_names = [str(c) for c in g["op"].cat.categories]
         self._lane_tid = [str(t) for t in trace.lanes["tid"]]
+        self._natural = {}
         self.reset()
 
     def set_events(self, events: EventList) -> None:
         row, _ = self.current()
         self.events = events
+        self._natural = {}
         self._apply_sort()
         if row < 0 or not self.move_to_row(row):
             self.move_cursor(0, notify=False)
@@ -97,11 +100,25 @@ class LaunchList(VirtualTable):
         return True
 
     def watch_full_names(self) -> None:
+        self._natural = {}
         if self.sort_column == "name":
             self._apply_sort()
         self.reset()
 
     # -- VirtualTable hooks --------------------------------------------------------
+    def natural_width(self, key: str) -> int | None:
+        if self.kernels is None or key not in ("name", "op"):
+            return None
+        if key not in self._natural:  # computed once per data change: _layout runs for every line
+            if key == "op":
+                self._natural[key] = max((len(n) for n in self._op_names), default=4) + 2
+            elif bool((self.events.launch < 0).any()):
+                self._natural[key] = None  # CPU events' names: no cap
+            else:
+                names = self.kernels.key_full if self.full_names else self.kernels.key_short
+                self._natural[key] = max((len(n) for n in names), default=8)
+        return self._natural[key]
+
     def columns(self) -> list[Column]:
         return list(LAUNCH_COLUMNS)
 

@@ -164,21 +164,33 @@ class VirtualTable(ScrollView, can_focus=True):
             top = self.cursor - rows + 1
         self.scroll_to(y=top, animate=False, immediate=True)
 
+    def natural_width(self, key: str) -> int | None:
+        """Widest text a flexible column can hold (None: no limit); spare room goes to the others."""
+        return None
+
     def _layout(self, width: int) -> list[tuple[Column, int]]:
         shown = [c for c in self.columns() if width >= c.show_from]
         fixed = sum(c.width for c in shown if c.width) + len(shown) - 1
-        weights = sum(c.flex for c in shown if not c.width)
-        spare = max(width - fixed, 4 * weights)
-        out, given = [], 0
-        for c in shown:
-            w = c.width or spare * c.flex // weights
-            given += 0 if c.width else w
-            out.append([c, w])
-        for item in out:  # rounding leftovers go to the first flexible column
-            if not item[0].width:
-                item[1] += spare - given
+        pending = [c for c in shown if not c.width]
+        remaining = max(width - fixed, 4 * len(pending))
+        given: dict[str, int] = {}
+        while pending:
+            weights = sum(c.flex for c in pending)
+            share = {c.key: remaining * c.flex // weights for c in pending}
+            capped = [c for c in pending if (n := self.natural_width(c.key)) is not None and n < share[c.key]]
+            if not capped:
+                given.update(share)
+                given[pending[0].key] += remaining - sum(share.values())
+                remaining = 0
                 break
-        return [(c, w) for c, w in out]
+            for c in capped:
+                given[c.key] = self.natural_width(c.key)
+                remaining -= given[c.key]
+                pending.remove(c)
+        flexible = [c for c in shown if not c.width]
+        if remaining > 0 and flexible:
+            given[flexible[-1].key] += remaining  # everything fits: pad the last one
+        return [(c, c.width or given[c.key]) for c in shown]
 
     def render_line(self, y: int) -> Strip:
         width = self.scrollable_content_region.width

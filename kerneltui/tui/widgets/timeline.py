@@ -12,7 +12,7 @@ Public API (the browser and the diff screen both use it)::
     timeline.select(id_, reveal=True)        # highlight an id in every lane holding it, pan/zoom it into view
     timeline.selected                        # reactive: the selected id or None
     timeline.set_marked(mask)                # bool array over ids: cells holding a marked id are underlined
-    timeline.set_steps(starts, ends, labels) # step spans drawn on the step row; [ ] keys move between them
+    timeline.set_steps(starts, ends, labels, step_of_id=None)  # step row; [ ] move between steps
     timeline.zoom(factor, center=None)       # factor > 1 zooms in, around center (default: selection or middle)
     timeline.pan(fraction)                   # move by a fraction of the window (negative: earlier)
     timeline.fit()                           # whole bounds
@@ -46,17 +46,10 @@ from textual.reactive import reactive
 from textual.strip import Strip
 from textual.widget import Widget
 
-from kerneltui.trace.schema import Kind
-from kerneltui.tui.lanes import Lane, nice_step
+from kerneltui.tui.lanes import Lane
+from kerneltui.tui.timeline_paint import Grid, LaneView, axis_row, lane_row, step_row
+from kerneltui.tui.window import around, clamp, panned, revealed, step_at, zoomed
 from kerneltui.units import ellipsize, fmt_ns
-
-SHADES = " ░▒▓█"  # busy share of a cell, so dense regions read as density, not as noise
-MIN_LABEL_CELLS = 6  # an interval this wide (in cells) gets its name drawn inside it
-KIND_CLASS = {Kind.MEMCPY: "timeline--memcpy", Kind.MEMSET: "timeline--memset", Kind.RUNTIME: "timeline--cpu"}
-
-
-def tick_label(ns: int) -> str:
-    return "0" if ns == 0 else fmt_ns(ns)
 
 
 class Timeline(Widget, can_focus=True):
@@ -67,8 +60,8 @@ class Timeline(Widget, can_focus=True):
         Binding("right", "step_selection(1)", "Next event", show=False, id="timeline.next-event"),
         Binding("up", "move_lane(-1)", "Lane above", show=False, id="timeline.lane-up"),
         Binding("down", "move_lane(1)", "Lane below", show=False, id="timeline.lane-down"),
-        Binding("plus,equals_sign", "zoom_in", "Zoom in", id="timeline.zoom-in"),
-        Binding("minus", "zoom_out", "Zoom out", id="timeline.zoom-out"),
+        Binding("plus,equals_sign", "zoom(2.0)", "Zoom in", id="timeline.zoom-in"),
+        Binding("minus", "zoom(0.5)", "Zoom out", id="timeline.zoom-out"),
         Binding("comma,shift+left", "pan(-0.25)", "Pan left", show=False, id="timeline.pan-left"),
         Binding("full_stop,shift+right", "pan(0.25)", "Pan right", show=False, id="timeline.pan-right"),
         Binding("z", "zoom_selection", "Zoom to selection", show=False, id="timeline.zoom-selection"),
@@ -99,35 +92,32 @@ class Timeline(Widget, can_focus=True):
     Timeline > .timeline--bar-text { text-style: reverse; }
     """
 
-    class WindowChanged(Message):
+    class _Message(Message):
+        def __init__(self, timeline: Timeline) -> None:
+            super().__init__()
+            self.timeline = timeline
+
+        @property
+        def control(self) -> Timeline:
+            return self.timeline
+
+    class WindowChanged(_Message):
         def __init__(self, timeline: Timeline, start: int, end: int) -> None:
-            super().__init__()
-            self.timeline, self.start, self.end = timeline, start, end
+            super().__init__(timeline)
+            self.start, self.end = start, end
 
-        @property
-        def control(self) -> Timeline:
-            return self.timeline
-
-    class Selected(Message):
+    class Selected(_Message):
         def __init__(self, timeline: Timeline, id_: int) -> None:
-            super().__init__()
-            self.timeline, self.id = timeline, id_
-
-        @property
-        def control(self) -> Timeline:
-            return self.timeline
+            super().__init__(timeline)
+            self.id = id_
 
     class Activated(Selected):
         pass
 
-    class StepShown(Message):
+    class StepShown(_Message):
         def __init__(self, timeline: Timeline, index: int) -> None:
-            super().__init__()
-            self.timeline, self.index = timeline, index
-
-        @property
-        def control(self) -> Timeline:
-            return self.timeline
+            super().__init__(timeline)
+            self.index = index
 
     window: reactive[tuple[int, int]] = reactive((0, 1), layout=False)
     selected: reactive[int | None] = reactive(None)
@@ -146,7 +136,9 @@ class Timeline(Widget, can_focus=True):
         self._lane_top = 0
         self._marked: np.ndarray | None = None
         self._steps: tuple[np.ndarray, np.ndarray, tuple[str, ...]] = (np.empty(0, np.int64), np.empty(0, np.int64), ())
+        self._step_of_id: np.ndarray | None = None
         self._cache_key: tuple | None = None
+        self._styles: dict[tuple[str, ...], Style] = {}
         self._lines: list[Strip] = []
         self.set_lanes(lanes, bounds)
         self.set_reactive(Timeline.window, self.bounds)
@@ -183,8 +175,12 @@ class Timeline(Widget, can_focus=True):
         self._marked = mask
         self._invalidate()
 
-    def set_steps(self, starts: np.ndarray, ends: np.ndarray, labels: Sequence[str]) -> None:
+    def set_steps(self, starts: np.ndarray, ends: np.ndarray, labels: Sequence[str],
+                  step_of_id: np.ndarray | None = None) -> None:
+        """Step spans (sorted by start); ``step_of_id[id]`` (-1: none) says which step an id belongs to,
+        so [ and ] count from the selection's own step rather than from where it happens to be drawn."""
         self._steps = (np.asarray(starts, np.int64), np.asarray(ends, np.int64), tuple(labels))
+        self._step_of_id = step_of_id
         self._invalidate()
         self.refresh(layout=True)
 
@@ -203,19 +199,10 @@ class Timeline(Widget, can_focus=True):
 
     def reveal(self, start: int, end: int) -> None:
         """Pan (or zoom out) so that [start, end] is inside the window."""
-        w0, w1 = self.window
-        span = w1 - w0
-        if start >= w0 and end <= w1:
-            return
-        if end - start > span * 0.9:
-            self.show_span(start, end)
-            return
-        middle = (start + end) // 2
-        self.window = (middle - span // 2, middle - span // 2 + span)
+        self.window = revealed(self.window, start, end)
 
     def show_span(self, start: int, end: int, margin: float = 0.05) -> None:
-        pad = max(int((end - start) * margin), 1)
-        self.window = (start - pad, end + pad)
+        self.window = around(start, end, margin)
 
     def zoom(self, factor: float, center: int | None = None) -> None:
         w0, w1 = self.window
@@ -223,24 +210,17 @@ class Timeline(Widget, can_focus=True):
             center = self._selection_center()
             if center is None or not w0 <= center <= w1:
                 center = (w0 + w1) // 2
-        self.window = (int(center - (center - w0) / factor), int(center + (w1 - center) / factor))
+        self.window = zoomed(self.window, factor, center)
 
     def pan(self, fraction: float) -> None:
-        w0, w1 = self.window
-        shift = int((w1 - w0) * fraction) or (1 if fraction > 0 else -1)
-        self.window = (w0 + shift, w1 + shift)
+        self.window = panned(self.window, fraction)
 
     def fit(self) -> None:
         self.window = self.bounds
 
     # -- reactive plumbing ----------------------------------------------------
     def validate_window(self, window: tuple[int, int]) -> tuple[int, int]:
-        b0, b1 = self.bounds
-        start, end = int(window[0]), int(window[1])
-        full = b1 - b0
-        span = min(max(end - start, self._min_span()), full)
-        start = min(max(start, b0), b1 - span)
-        return (start, start + span)
+        return clamp(window, self.bounds, self._min_span())
 
     def watch_window(self, old: tuple[int, int], new: tuple[int, int]) -> None:
         self._invalidate()
@@ -267,11 +247,8 @@ class Timeline(Widget, can_focus=True):
         self.refresh()
 
     # -- actions ---------------------------------------------------------------
-    def action_zoom_in(self) -> None:
-        self.zoom(2.0)
-
-    def action_zoom_out(self) -> None:
-        self.zoom(0.5)
+    def action_zoom(self, factor: float) -> None:
+        self.zoom(factor)
 
     def action_pan(self, fraction: float) -> None:
         self.pan(fraction)
@@ -307,15 +284,16 @@ class Timeline(Widget, can_focus=True):
             self._invalidate()
 
     def action_step(self, delta: int) -> None:
-        """Window on the previous/next step span relative to the window's middle."""
+        """Window on the previous/next step, counted from the selection (else the window's middle)."""
         starts, ends, _ = self._steps
         if not len(starts):
             return
+        own = -1
+        if self.selected is not None and self._step_of_id is not None and 0 <= self.selected < len(self._step_of_id):
+            own = int(self._step_of_id[self.selected])
         w0, w1 = self.window
-        middle = (w0 + w1) // 2
-        current = int(np.searchsorted(starts, middle, side="right")) - 1
-        if delta < 0 and current >= 0 and middle > ends[current]:
-            current += 1  # between two steps: "previous" is the one just before
+        middle = self._selection_center()
+        current = step_at(starts, ends, own, (w0 + w1) // 2 if middle is None else middle, delta)
         target = min(max(current + delta, 0), len(starts) - 1)
         self.show_span(int(starts[target]), int(ends[target]), margin=0.02)
         self.post_message(self.StepShown(self, target))
@@ -406,157 +384,46 @@ class Timeline(Widget, can_focus=True):
     def on_blur(self) -> None:
         self._invalidate()
 
-    def _style(self, name: str) -> Style:
-        return self.rich_style + self.get_component_rich_style(name, partial=True)
+    def _style(self, classes: tuple[str, ...]) -> Style:
+        style = self._styles.get(classes)
+        if style is None:
+            style = self.rich_style
+            for name in classes:
+                style += self.get_component_rich_style(name, partial=True)
+            self._styles[classes] = style
+        return style
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._styles = {}
+        self._cache_key = None
 
     def _draw(self) -> list[Strip]:
         width, plot = self.size.width, self._plot_width()
+        grid = Grid.of(self.window, plot)
         w0, w1 = self.window
-        edges = w0 + (np.arange(plot + 1, dtype=np.int64) * (w1 - w0)) // plot
-        lines = [self._axis(edges)]
-        if len(self._steps[0]):
-            lines.append(self._step_row(edges))
+        axis_label = self.origin_label or f"span {fmt_ns(w1 - w0)}"
+        lines = [self._line(axis_label, ("timeline--axis",), axis_row(grid, self._selection_center()))]
+        starts, ends, labels = self._steps
+        if len(starts):
+            lines.append(self._line("steps", ("timeline--axis",), step_row(grid, starts, ends, labels)))
         rows = self._lane_rows()
         if self.lane_cursor < self._lane_top:
             self._lane_top = self.lane_cursor
         elif rows and self.lane_cursor >= self._lane_top + rows:
             self._lane_top = self.lane_cursor - rows + 1
         if not self.lanes:
-            text = ellipsize("  no GPU work to draw", width)
-            lines.append(Strip([Segment(text.ljust(width), self._style("timeline--label"))], width))
+            lines.append(self._line("", ("timeline--label",), [("no GPU work to draw", ("timeline--label",))]))
+        view = LaneView(self.selected, self._marked, starts if len(starts) else None, self.full_names)
         for index in range(self._lane_top, min(self._lane_top + rows, len(self.lanes))):
-            lines.append(self._lane_row(index, edges))
+            lane = self.lanes[index]
+            cursor = index == self.lane_cursor and self.has_focus
+            margin = ("timeline--label-cursor",) if cursor else ("timeline--label",)
+            lines.append(self._line(lane.label, margin, lane_row(grid, lane, view)))
         return lines
 
-    def _margin(self, text: str, style_name: str) -> Segment:
-        return Segment(ellipsize(text, self.label_width).ljust(self.label_width) + "│", self._style(style_name))
-
-    def _axis(self, edges: np.ndarray) -> Strip:
-        plot = len(edges) - 1
-        w0, w1 = int(edges[0]), int(edges[-1])
-        chars = [" "] * plot
-        center = self._selection_center()
-        marker = min(int((center - w0) * plot // (w1 - w0)), plot - 1) if center is not None and w0 <= center < w1 else -9
-        step = nice_step(w1 - w0, plot, 10)
-        t = -(-w0 // step) * step
-        while t < w1:
-            col = int((t - w0) * plot // (w1 - w0))
-            label = "╵" + tick_label(t)
-            if col + len(label) <= plot and not col - 1 <= marker <= col + len(label):
-                chars[col : col + len(label)] = label
-            t += step
-        if marker >= 0:
-            chars[marker] = "▼"  # where the selection is, even when it is thinner than a cell
-        label = self.origin_label or f"span {fmt_ns(w1 - w0)}"
-        return self._strip([self._margin(label, "timeline--axis"), Segment("".join(chars), self._style("timeline--axis"))])
-
-    def _step_row(self, edges: np.ndarray) -> Strip:
-        plot = len(edges) - 1
-        w0, w1 = int(edges[0]), int(edges[-1])
-        starts, ends, labels = self._steps
-        chars = [" "] * plot
-        # a step's GPU work runs into the next step's CPU span: draw each up to the next start
-        drawn_ends = np.minimum(ends, np.append(starts[1:], np.iinfo(np.int64).max))
-        visible = np.flatnonzero((drawn_ends > w0) & (starts < w1))
-        for i in visible:
-            c0 = int((max(starts[i], w0) - w0) * plot // (w1 - w0))
-            c1 = min(int((min(drawn_ends[i], w1) - w0) * plot // (w1 - w0)), plot - 1)
-            for c in range(c0, c1 + 1):
-                chars[c] = "─"
-            if starts[i] >= w0:
-                chars[c0] = "├"
-            if drawn_ends[i] < w1 and drawn_ends[i] == ends[i]:
-                chars[c1] = "┤"
-            text = f" {labels[i]} " if c1 - c0 > len(labels[i]) + 3 else f"{i + 1}"
-            if c1 - c0 >= len(text) + 2:
-                at = c0 + (c1 - c0 - len(text)) // 2 + 1
-                chars[at : at + len(text)] = text
-        return self._strip([self._margin("steps", "timeline--axis"), Segment("".join(chars), self._style("timeline--step"))])
-
-    def _lane_row(self, index: int, edges: np.ndarray) -> Strip:
-        lane = self.lanes[index]
-        plot = len(edges) - 1
-        w0, w1 = int(edges[0]), int(edges[-1])
-        cells = lane.cells(edges)
-        level = np.ceil(cells.fraction * (len(SHADES) - 1)).astype(np.int64)
-        level = np.where(cells.count > 0, np.maximum(level, 1), 0)
-        chars = [SHADES[v] for v in level]
-        base = "timeline--gpu" if lane.key.startswith("gpu") else "timeline--cpu"
-        styles = [base] * plot
-        single = np.flatnonzero(cells.count == 1)
-        for c in single:  # a cell of one event takes that event's colour (memcpy, memset)
-            kind = int(lane.kinds[cells.last[c]]) if cells.last[c] >= 0 else -1
-            if kind in KIND_CLASS and base == "timeline--gpu":
-                styles[c] = KIND_CLASS[kind]
-        self._draw_step_marks(chars, cells.count, edges)
-        sl = lane.window_slice(w0, w1)
-        self._draw_labels(lane, sl, chars, styles, edges)
-        extra = [""] * plot
-        if self._marked is not None and sl.stop > sl.start:
-            for c in np.flatnonzero(self._covered(lane, sl, self._marked[lane.ids[sl]], edges)):
-                extra[c] = "timeline--marked"
-        if self.selected is not None:
-            position = lane.position_of(self.selected)
-            if position >= 0 and lane.ends[position] >= w0 and lane.starts[position] < w1:
-                c0, c1 = self._columns(int(lane.starts[position]), int(lane.ends[position]), edges)
-                for c in range(c0, c1 + 1):
-                    styles[c] = "timeline--selected"
-                    if chars[c] == " ":
-                        chars[c] = "█"
-        cursor = index == self.lane_cursor and self.has_focus
-        segments = [self._margin(lane.label, "timeline--label-cursor" if cursor else "timeline--label")]
-        run_start = 0
-        for c in range(1, plot + 1):
-            if c == plot or styles[c] != styles[run_start] or extra[c] != extra[run_start]:
-                style = self._style(styles[run_start])
-                if extra[run_start]:
-                    style += self.get_component_rich_style(extra[run_start], partial=True)
-                segments.append(Segment("".join(chars[run_start:c]), style))
-                run_start = c
-        return self._strip(segments)
-
-    def _columns(self, start: int, end: int, edges: np.ndarray) -> tuple[int, int]:
-        plot = len(edges) - 1
-        w0, w1 = int(edges[0]), int(edges[-1])
-        c0 = int((max(start, w0) - w0) * plot // (w1 - w0))
-        c1 = int((min(max(end - 1, start), w1 - 1) - w0) * plot // (w1 - w0))
-        return min(max(c0, 0), plot - 1), min(max(c1, c0), plot - 1)
-
-    def _covered(self, lane: Lane, sl: slice, which: np.ndarray, edges: np.ndarray) -> np.ndarray:
-        """Cells overlapped by the slice's intervals where ``which`` is true (a difference array)."""
-        plot = len(edges) - 1
-        w0, w1 = int(edges[0]), int(edges[-1])
-        starts, ends = lane.starts[sl][which], lane.ends[sl][which]
-        c0 = np.clip((np.maximum(starts, w0) - w0) * plot // (w1 - w0), 0, plot - 1)
-        c1 = np.clip((np.minimum(np.maximum(ends - 1, starts), w1 - 1) - w0) * plot // (w1 - w0), 0, plot - 1)
-        diff = np.zeros(plot + 1, np.int64)
-        np.add.at(diff, c0, 1)
-        np.add.at(diff, np.maximum(c1, c0) + 1, -1)
-        return np.cumsum(diff[:-1]) > 0
-
-    def _draw_labels(self, lane: Lane, sl: slice, chars: list[str], styles: list[str], edges: np.ndarray) -> None:
-        w0, w1 = int(edges[0]), int(edges[-1])
-        plot = len(edges) - 1
-        min_ns = MIN_LABEL_CELLS * (w1 - w0) / plot
-        wide = sl.start + np.flatnonzero((lane.ends[sl] - lane.starts[sl]) >= min_ns)
-        for position in wide[:plot]:
-            c0, c1 = self._columns(int(lane.starts[position]), int(lane.ends[position]), edges)
-            text = ellipsize(lane.label_of(int(position), self.full_names), c1 - c0 - 1)
-            for i, ch in enumerate(text):
-                chars[c0 + 1 + i] = ch
-                styles[c0 + 1 + i] = "timeline--bar-text"
-
-    def _draw_step_marks(self, chars: list[str], count: np.ndarray, edges: np.ndarray) -> None:
-        starts = self._steps[0]
-        if not len(starts):
-            return
-        w0, w1 = int(edges[0]), int(edges[-1])
-        plot = len(edges) - 1
-        inside = starts[(starts >= w0) & (starts < w1)]
-        for t in inside:
-            c = int((t - w0) * plot // (w1 - w0))
-            if count[c] == 0:
-                chars[c] = "┊"
-
-    def _strip(self, segments: list[Segment]) -> Strip:
+    def _line(self, label: str, margin: tuple[str, ...], body: list) -> Strip:
+        text = ellipsize(label, self.label_width).ljust(self.label_width) + "│"
+        segments = [Segment(text, self._style(margin))]
+        segments += [Segment(chunk, self._style(classes)) for chunk, classes in body]
         return Strip(segments).adjust_cell_length(self.size.width, self.rich_style)

@@ -1,0 +1,51 @@
+"""Opening the app headless on a real trace, and reading what it shows."""
+
+from __future__ import annotations
+
+from contextlib import asynccontextmanager
+
+from textual.worker import WorkerFailed
+
+from kerneltui.tui.app import build_app
+from kerneltui.tui.screens.browser import BrowserScreen
+from kerneltui.tui.widgets.kernel_table import KernelTable
+from kerneltui.tui.widgets.launch_list import LaunchList
+from kerneltui.tui.widgets.timeline import Timeline
+
+
+@asynccontextmanager
+async def opened(path, size=(80, 24), loader=None):
+    app = build_app(str(path)) if loader is None else build_app(str(path), loader)
+    async with app.run_test(size=size) as pilot:
+        await settle(app, pilot)
+        yield app, pilot
+
+
+async def settle(app, pilot, rounds: int = 50) -> None:
+    """Until the worker is done and both stages reached the screen."""
+    try:
+        await app.workers.wait_for_complete()
+    except WorkerFailed:
+        pass  # a load error: the app shows it, which is what the caller checks
+    for _ in range(rounds):
+        await pilot.pause()
+        screen = app.screen
+        if isinstance(screen, BrowserScreen) and screen.browse is not None:
+            break
+        if app.error:
+            break
+    await pilot.pause()
+
+
+def rows(table) -> list[list[str]]:
+    return [table.cells(i) for i in range(table.row_count())]
+
+
+def screen_text(widget) -> list[str]:
+    """The lines a Line-API widget draws right now."""
+    return [widget.render_line(y).text for y in range(widget.size.height)]
+
+
+def parts(app):
+    screen = app.screen
+    return (screen, screen.query_one(KernelTable), screen.query_one(LaunchList), screen.query_one(Timeline))

@@ -1,0 +1,74 @@
+"""Every key is declared in BINDINGS with an id, shown in help, and exercised by a Pilot test."""
+
+from __future__ import annotations
+
+from kerneltui.tui.app import KernelTuiApp
+from kerneltui.tui.screens.browser import BrowserScreen
+from kerneltui.tui.screens.help import HelpScreen
+from kerneltui.tui.screens.loading import LoadingScreen
+from kerneltui.tui.widgets.table import VirtualTable
+from kerneltui.tui.widgets.timeline import Timeline
+
+ALL = [KernelTuiApp, BrowserScreen, HelpScreen, LoadingScreen, VirtualTable, Timeline]
+
+# binding id -> the Pilot test that presses it (tests/tui/test_browser.py unless said otherwise)
+COVERED = {
+    "app.quit": "test_ctrl_q_quits_too",
+    "help": "test_help_lists_every_key_and_closes",
+    "help.close": "test_help_lists_every_key_and_closes",
+    "loading.quit": "test_loading.py::test_a_bad_file_shows_the_cli_message_in_the_app",
+    "quit": "test_q_quits_with_status_0",
+    "filter": "test_filter_substring_regex_and_bad_regex",
+    "escape": "test_escape_leaves_the_filter_then_clears_it",
+    "toggle-view": "test_view_key_switches_to_every_launch_in_time_order",
+    "full-names": "test_full_names_key",
+    "jump": "test_jump_between_table_and_timeline",
+    "zoom-in": "test_timeline_zoom_pan_fit_and_selection_zoom",
+    "zoom-out": "test_timeline_zoom_pan_fit_and_selection_zoom",
+    "pan-left": "test_timeline_zoom_pan_fit_and_selection_zoom",
+    "pan-right": "test_timeline_zoom_pan_fit_and_selection_zoom",
+    "zoom-selection": "test_timeline_zoom_pan_fit_and_selection_zoom",
+    "fit": "test_timeline_zoom_pan_fit_and_selection_zoom",
+    "previous-step": "test_step_keys_move_between_steps",
+    "next-step": "test_step_keys_move_between_steps",
+    "next-launch": "test_next_and_previous_launch_of_the_kernel",
+    "previous-launch": "test_next_and_previous_launch_of_the_kernel",
+    "toggle-details": "test_details_key_hides_the_pane",
+    **{f"sort-{i}": "test_sort_keys_each_column_and_reverse" for i in range(1, 7)},
+    **{f"toggle-{c}": "test_noise_toggles_hide_and_show_with_counts"
+       for c in ("memcpy", "memset", "runtime", "cpu_op", "annotation", "memory")},
+    **{f"table.{k}": "test_table_keys_move_and_enter_jumps_to_timeline"
+       for k in ("up", "down", "page-up", "page-down", "first", "last", "activate")},
+    "timeline.previous-event": "test_timeline_lane_keys",
+    "timeline.next-event": "test_jump_between_table_and_timeline",
+    "timeline.lane-up": "test_timeline_lane_keys",
+    "timeline.lane-down": "test_timeline_lane_keys",
+    "timeline.zoom-in": "test_timeline_keys_when_focused",
+    "timeline.zoom-out": "test_timeline_keys_when_focused",
+    "timeline.pan-left": "test_timeline_keys_when_focused",
+    "timeline.pan-right": "test_timeline_zoom_pan_fit_and_selection_zoom",
+    "timeline.zoom-selection": "test_timeline_keys_when_focused",
+    "timeline.fit": "test_timeline_keys_when_focused",
+    "timeline.previous-step": "test_step_keys_move_between_steps",
+    "timeline.next-step": "test_step_keys_move_between_steps",
+    "timeline.activate": "test_jump_between_table_and_timeline",
+}
+
+
+def all_bindings():
+    return [b for cls in ALL for b in cls.BINDINGS]
+
+
+def test_every_binding_has_an_id_and_a_description():
+    for b in all_bindings():
+        assert b.id, b
+        assert b.description, b
+
+
+def test_binding_ids_are_unique():
+    ids = [b.id for b in all_bindings()]
+    assert len(ids) == len(set(ids))
+
+
+def test_every_binding_is_exercised_by_a_test():
+    assert {b.id for b in all_bindings()} == set(COVERED)

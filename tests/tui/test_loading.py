@@ -1,0 +1,96 @@
+"""Loading: progress from the worker, the first screen before the rest, errors as the CLI words them."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from kerneltui.errors import TraceError
+from kerneltui.trace import load_trace
+from kerneltui.tui import app as app_module
+from kerneltui.tui.app import build_app
+from kerneltui.tui.messages import BrowseReady, KernelsReady, LoadProgress
+from kerneltui.tui.screens.browser import BrowserScreen
+from kerneltui.tui.screens.loading import LoadingScreen
+from kerneltui.tui.widgets.details import DetailsPane
+from tests.conftest import PROJECT_TRACES
+from tests.tui.helpers import opened, settle
+
+EAGER = PROJECT_TRACES / "add_relu_1M_eager.json.gz"
+
+
+def cli_message(path) -> str:
+    with pytest.raises(TraceError) as caught:
+        load_trace(path)
+    return f"kerneltui: {caught.value}"
+
+
+@pytest.mark.parametrize("content", [None, b"", b"not json", b'{"a": 1}'])
+async def test_a_bad_file_shows_the_cli_message_in_the_app(tmp_path, content):
+    path = tmp_path / "bad.json"
+    if content is not None:
+        path.write_bytes(content)
+    expected = cli_message(path)
+    async with opened(path) as (app, pilot):
+        assert isinstance(app.screen, LoadingScreen)
+        assert str(app.screen.query_one("#loading-title").render()) == expected
+        assert "press q to quit" in str(app.screen.query_one("#loading-stage").render())
+        await pilot.press("q")
+    assert app.return_code == 2
+
+
+async def test_progress_messages_are_posted_from_the_worker():
+    posted = []
+
+    def loader(path, progress):
+        for f in (0.25, 0.5, 1.0):
+            progress(f)
+        return load_trace(path)
+
+    app = build_app(str(EAGER), loader)
+    async with app.run_test(message_hook=posted.append) as pilot:
+        await settle(app, pilot)
+    kinds = [type(m) for m in posted]
+    assert LoadProgress in kinds
+    assert kinds.index(KernelsReady) < kinds.index(BrowseReady)
+    assert [m.fraction for m in posted if isinstance(m, LoadProgress)][-1] == 1.0
+
+
+async def test_kernel_table_shows_before_the_second_stage(monkeypatch):
+    """The first screen does not wait for lanes, traffic and sources."""
+    release = threading.Event()
+    real = app_module.build_browse
+
+    def slow_browse(kernels):
+        release.wait(10)
+        return real(kernels)
+
+    monkeypatch.setattr(app_module, "build_browse", slow_browse)
+    app = build_app(str(EAGER))
+    async with app.run_test() as pilot:
+        for _ in range(100):
+            await pilot.pause(0.02)
+            if isinstance(app.screen, BrowserScreen) and app.screen.is_mounted:
+                break
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, BrowserScreen) and screen.browse is None
+        assert screen.query_one("#kernels").row_count() == 2
+        assert screen.query_one(DetailsPane).details.value("source") == "…"
+        release.set()
+        await settle(app, pilot)
+        assert screen.browse is not None
+        assert screen.query_one(DetailsPane).details.value("source") == "not recorded (profile with with_stack=True)"
+
+
+async def test_a_bug_in_our_code_is_not_swallowed():
+    def broken(path, progress):
+        raise ZeroDivisionError("our bug")
+
+    app = build_app(str(EAGER), broken)
+    with pytest.raises(ZeroDivisionError):
+        async with app.run_test() as pilot:
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+            await pilot.pause()

@@ -1,0 +1,176 @@
+"""What the browser computes, checked without a terminal: lanes, filters, event list, details."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from kerneltui.errors import UserError
+from kerneltui.trace import load_trace
+from kerneltui.trace.schema import Kind
+from kerneltui.trace.summary import kernel_stats
+from kerneltui.tui.details import event_details, launch_details, occupancy_text
+from kerneltui.tui.lanes import Lane, lanes_from_trace, nice_step
+from kerneltui.tui.model import DEFAULT_SHOWN, build_browse, build_kernels, event_list, names_matching
+from tests.conftest import shared_trace
+
+NVJET = "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_bias_TNT"
+
+
+@pytest.fixture(scope="module")
+def mlp():
+    kernels = build_kernels(load_trace(shared_trace("mlp_bf16_eager")))
+    return kernels, build_browse(kernels)
+
+
+def lane(starts, ends) -> Lane:
+    n = len(starts)
+    return Lane("t", "t", np.array(starts), np.array(ends), np.arange(n), np.zeros(n, np.int8), np.zeros(n, np.int32))
+
+
+def test_cells_aggregate_busy_time_and_counts_exactly():
+    # three intervals: [0,10) [15,20) [40,100)
+    l = lane([0, 15, 40], [10, 20, 100])
+    cells = l.cells(np.array([0, 10, 20, 30, 50, 100]))
+    assert cells.fraction.tolist() == [1.0, 0.5, 0.0, 0.5, 1.0]
+    assert cells.count.tolist() == [1, 1, 0, 1, 1]
+
+
+def test_cells_match_brute_force_on_many_small_intervals():
+    rng = np.random.default_rng(1)
+    starts = np.cumsum(rng.integers(5, 50, 2000))
+    ends = starts + rng.integers(1, 5, 2000)
+    l = lane(starts, ends)
+    edges = np.linspace(starts[0] - 7, ends[-1] + 3, 37).astype(np.int64)
+    cells = l.cells(edges)
+    for k in range(len(edges) - 1):
+        lo, hi = edges[k], edges[k + 1]
+        busy = np.clip(np.minimum(ends, hi) - np.maximum(starts, lo), 0, None).sum()
+        overlapping = int(((starts < hi) & (ends > lo)).sum())
+        assert cells.fraction[k] == pytest.approx(busy / (hi - lo))
+        assert cells.count[k] == overlapping
+
+
+def test_lane_lookups():
+    l = lane([0, 15, 40], [10, 20, 100])
+    assert l.position_of(2) == 2 and l.position_of(7) == -1
+    assert l.nearest(12) == 0 and l.nearest(14) == 1 and l.nearest(60) == 2
+    assert l.subset(np.array([True, False, True])).starts.tolist() == [0, 40]
+
+
+def test_nice_ticks():
+    assert nice_step(5_660_000, 60, 10) == 1_000_000
+    assert nice_step(2_490_000, 60, 10) == 500_000
+
+
+def test_lanes_of_a_trace_one_per_stream_and_launching_thread(mlp):
+    kernels, browse = mlp
+    labels = [l.label for l in browse.lanes]
+    assert labels == ["GPU0 s7", "CPU t416"]
+    gpu, cpu = browse.lanes
+    assert len(gpu) == len(cpu) == 21
+    trace = kernels.trace
+    assert gpu.starts[0] == trace.gpu["ts"].iat[0] - trace.window[0]  # times from the trace start
+    assert gpu.label_of(2) == NVJET and cpu.label_of(2) == "aten::addmm"
+
+
+def test_two_streams_give_two_gpu_lanes():
+    trace = load_trace(shared_trace("gpt_train_eager"))
+    assert [l.label for l in lanes_from_trace(trace)] == ["GPU0 s7", "CPU autograd", "CPU t416"]
+
+
+def test_filter_is_substring_or_regex_on_short_or_full_names(mlp):
+    kernels, _ = mlp
+    by_name = dict(zip(kernels.key_short, range(len(kernels.key_short))))
+    ok = kernels.key_matches("NVJET")  # any case
+    assert ok.sum() == 1 and ok[by_name[NVJET]]
+    assert kernels.key_matches("at::native").sum() == 3  # layer norm, gelu, add: only in full names
+    ok = kernels.key_matches("/^mem")
+    assert ok.sum() == 1 and ok[by_name["Memset (Device)"]]
+    with pytest.raises(UserError, match="bad filter regex"):
+        kernels.key_matches("/(")
+
+
+def test_masks_from_filter_and_toggles(mlp):
+    kernels, _ = mlp
+    everything = kernels.key_matches("")
+    assert kernels.launch_mask(everything, DEFAULT_SHOWN) is None
+    no_memset = kernels.launch_mask(everything, frozenset({"memcpy"}))
+    assert no_memset.sum() == 15
+    assert len(kernels.stats_rows(everything, frozenset())) == 4
+    assert kernels.launch_mask(kernels.key_matches("nvjet"), DEFAULT_SHOWN).sum() == 6
+
+
+def test_event_list_merges_cpu_events_in_time_order(mlp):
+    kernels, browse = mlp
+    plain = event_list(browse, kernels, None, DEFAULT_SHOWN, None)
+    assert len(plain) == 21 and (plain.launch == np.arange(21)).all()
+    with_runtime = event_list(browse, kernels, None, DEFAULT_SHOWN | {"runtime"}, None)
+    assert len(with_runtime) == 21 + 23
+    ts = kernels.trace.events["ts"].to_numpy()[with_runtime.rows]
+    assert (np.diff(ts) >= 0).all()
+    ok = names_matching(kernels.trace, "cudaLaunchKernel")
+    only = event_list(browse, kernels, np.zeros(21, bool), DEFAULT_SHOWN | {"runtime"}, ok)
+    assert len(only) == 9 and (only.launch == -1).all()
+
+
+def test_counts_of_every_noise_category(mlp):
+    _, browse = mlp
+    assert browse.counts == {"memcpy": 0, "memset": 6, "runtime": 23, "cpu_op": 69, "annotation": 6, "memory": 0}
+
+
+def test_details_of_a_gemm_launch(mlp):
+    kernels, browse = mlp
+    d = launch_details(kernels, browse, 2)
+    assert d.title == NVJET
+    assert d.value("launch") == "1 of 6 · 191.2µs · starts 4.07ms"
+    assert d.value("grid") == "2×66×1  block 384×1×1"
+    assert d.value("registers") == "168"
+    assert d.value("shared mem") == "213.2 KB"
+    assert d.value("occupancy") == "unknown (not reported for this kernel)"
+    assert d.value("stream") == "GPU 0, stream 7"
+    assert d.value("op") == "mlp_forward › aten::linear › aten::addmm"
+    assert d.value("source") == "gpu_corpus.py(197): forward  [MLP_0/Linear_0]"
+    assert d.value("step") == "mlp_forward #1  (call 1 of 3)"
+    assert d.value("bytes") == "176.2 MB (gemm)"
+    assert d.value("compute") == "718.8 TFLOP/s, 72.7% of H200 bf16 peak"
+    assert d.value("launched").startswith("cuLaunchKernelEx on CPU t416")
+
+
+def test_details_before_the_second_stage_say_pending(mlp):
+    kernels, _ = mlp
+    d = launch_details(kernels, None, 2)
+    assert d.value("op") == "aten::addmm" and d.value("source") == "…"
+
+
+def test_details_of_a_memset_and_of_a_runtime_call(mlp):
+    kernels, browse = mlp
+    d = launch_details(kernels, browse, 1)
+    assert d.title == "Memset (Device)" and d.value("kind") == "memset" and d.value("bytes") == "4 B (memset)"
+    launch_call = int(kernels.trace.gpu["launch_row"].iat[2])
+    d = event_details(kernels, browse, launch_call)
+    assert d.title == "cuLaunchKernelEx" and d.value("launched") == NVJET
+
+
+def test_occupancy_zero_is_unknown():
+    assert occupancy_text(0.0).startswith("unknown")
+    assert occupancy_text(float("nan")).startswith("unknown")
+    assert occupancy_text(75.0) == "75% (estimated achieved)"
+
+
+def test_step_spans_cover_the_gpu_work_of_each_step():
+    kernels = build_kernels(load_trace(shared_trace("gpt_train_eager")))
+    starts, ends, labels = build_browse(kernels).step_spans
+    assert labels == ("ProfilerStep#2", "ProfilerStep#3", "ProfilerStep#4")
+    g = kernels.trace.gpu
+    for i in range(3):
+        part = g[g["iteration"] == i]
+        assert ends[i] >= part["end"].max() - kernels.origin
+        assert starts[i] <= part["ts"].min() - kernels.origin
+
+
+def test_kernel_table_rows_are_kernel_stats(mlp):
+    kernels, _ = mlp
+    expected = kernel_stats(kernels.trace)
+    assert kernels.stats[["key", "count", "total_ns"]].equals(expected[["key", "count", "total_ns"]])
+    assert int(kernels.launch_kind[1]) == Kind.MEMSET
