@@ -57,7 +57,7 @@ class SideFacts:
 
 @dataclass(frozen=True)
 class Verdict:
-    kind: str  # "faster", "slower", "unchanged", "launch-bound", "mixed"
+    kind: str  # "faster", "slower", "unchanged", "launch-bound", "mixed", "incomparable"
     text: str
 
 
@@ -183,7 +183,9 @@ def _verdict(a: SideFacts, b: SideFacts, cpu_ok: bool) -> Verdict:
     unit = b.unit
     gpu = _ratio(b.gpu_ns, a.gpu_ns)
     if gpu != gpu:
-        return Verdict("unchanged", "No GPU work to compare.")
+        empty = " and ".join(s.label for s in (a, b) if not s.gpu_ns)
+        whose = "their" if " and " in empty else "its"
+        return Verdict("incomparable", f"{empty} ran no GPU work in {whose} {unit}s: no GPU time to compare.")
     cpu = _ratio(b.cpu_ns, a.cpu_ns) if cpu_ok else math.nan
     gpu_text = f"{_us(b.gpu_ns)} vs {_us(a.gpu_ns)} GPU µs/{unit}"
     if gpu < 1 and cpu == cpu and cpu > 1:

@@ -188,10 +188,11 @@ def match_kernels(ka: pd.DataFrame, kb: pd.DataFrame, unit: str = "call") -> pd.
         shared = _shared(a.loc[a_keys, "regions"], b.loc[b_keys, "regions"])
         where = f" in {', '.join(sorted(shared))}" if shared else ""
         take("op", a_keys, b_keys, "medium", f"both launched by {op}{where}, different kernels")
-    # 5. one side only
-    for side, frame, keys, other_frame, other_keys in (("A", a, left_a, b, left_b), ("B", b, left_b, a, left_a)):
+    # 5. one side only; a region shared with what is left on the other side makes that uncertain
+    left_regions = {"A": _union(a.loc[left_a, "regions"]), "B": _union(b.loc[left_b, "regions"])}
+    for side, frame, keys, other in (("A", a, left_a, "B"), ("B", b, left_b, "A")):
         for k in list(keys):
-            shared = _shared([frame.at[k, "regions"]], other_frame.loc[other_keys, "regions"]) if other_keys else set()
+            shared = set(frame.at[k, "regions"]) & left_regions[other]
             reason = f"only in {side}"
             if shared:
                 reason += f"; unmatched kernels of the other side share {', '.join(sorted(shared))}: uncertain"
@@ -206,10 +207,12 @@ def match_kernels(ka: pd.DataFrame, kb: pd.DataFrame, unit: str = "call") -> pd.
     return table.sort_values(["_o", "_t"], kind="stable").drop(columns=["_o", "_t"]).reset_index(drop=True)
 
 
+def _union(regions) -> set:
+    return set().union(*regions) if len(regions) else set()
+
+
 def _shared(regions_a, regions_b) -> set:
-    set_a = set().union(*regions_a) if len(regions_a) else set()
-    set_b = set().union(*regions_b) if len(regions_b) else set()
-    return set_a & set_b
+    return _union(regions_a) & _union(regions_b)
 
 
 def _fused_groups(x: pd.DataFrame, y: pd.DataFrame, left_x: list, left_y: list, y_label: str):
