@@ -35,7 +35,8 @@ NOISE_KEYS = (("C", "memcpy"), ("S", "memset"), ("R", "runtime"), ("O", "cpu_op"
 class BrowserScreen(Screen):
     BINDINGS = [
         Binding("question_mark", "help", "Help", id="help"),
-        Binding("slash", "focus_filter", "Filter", id="filter", tooltip="Filter by name: type text, or /regex"),
+        Binding("slash", "focus_filter", "Filter", id="filter", priority=True,
+                tooltip="Filter by name: type text, or /regex"),
         Binding("v", "toggle_view", "View", id="toggle-view", tooltip="Switch between the kernel table and every launch"),
         Binding("f", "toggle_names", "Full names", id="full-names", tooltip="Full kernel names instead of short ones"),
         Binding("t", "jump", "Timeline", id="jump", tooltip="Jump from the table to the timeline, and back to the launch"),
@@ -72,7 +73,7 @@ class BrowserScreen(Screen):
     def compose(self) -> ComposeResult:
         yield Static(id="header")
         with Horizontal(id="filterbar"):
-            yield Input(placeholder="/ filter: text or /regex", id="filter")
+            yield Input(placeholder="/ filter: text or /regex", id="filter", select_on_focus=False)
             yield Static(id="counts")
         with Horizontal(id="main"):
             with ContentSwitcher(initial="kernels", id="tables"):
@@ -244,18 +245,24 @@ class BrowserScreen(Screen):
         self.app.push_screen(HelpScreen(sections))
 
     def action_focus_filter(self) -> None:
-        self.query_one("#filter", Input).focus()
+        # A priority binding, focusing at once (not via focus()'s call_later): keys typed right
+        # after / are forwarded to whatever has focus when they are read, so it must be the box.
+        box = self.query_one("#filter", Input)
+        if self.focused is box:  # (has_focus lags: it is set when the Focus event is handled)
+            box.insert_text_at_cursor("/")  # in the box, / is text (the regex prefix)
+        else:
+            self.set_focus(box)
 
     def action_escape(self) -> None:
         box = self.query_one("#filter", Input)
-        if box.has_focus:
+        if self.focused is box:
             self._current_table().focus()
         elif box.value:
             box.value = ""  # Input.Changed re-applies the empty filter
 
     def action_toggle_view(self) -> None:
         switcher = self.query_one(ContentSwitcher)
-        had_focus = self._current_table().has_focus
+        had_focus = self.focused is self._current_table()
         switcher.current = "launches" if switcher.current == "kernels" else "kernels"
         if self.selected is not None:
             self.select_launch(self.selected, source=None)
@@ -274,7 +281,7 @@ class BrowserScreen(Screen):
         pane.display = not pane.display
 
     def action_jump(self) -> None:
-        if self.query_one(Timeline).has_focus:
+        if self.focused is self.query_one(Timeline):
             self._show_in_launch_list()
         else:
             self.query_one(Timeline).focus()

@@ -1,0 +1,117 @@
+"""The real `kerneltui open` in a real terminal (tmux at 80x24): keys in, capture-pane out."""
+
+from __future__ import annotations
+
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+
+import pytest
+
+from tests.conftest import ROOT
+
+pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (apt-get install tmux)")
+
+TRACE = "traces/add_relu_1M_eager.json.gz"
+
+
+class Terminal:
+    """A tmux session running one command; the shell prints EXIT=<status> when it ends."""
+
+    def __init__(self, args: str, width: int = 80, height: int = 24, env: str = ""):
+        self.name = f"kerneltui-open-{uuid.uuid4().hex[:8]}"
+        command = f"{shlex.quote(sys.executable)} -m kerneltui {args}"
+        shell = f"cd {shlex.quote(str(ROOT))} && {env} {command}; echo EXIT=$?; sleep 60"
+        subprocess.run(["tmux", "new-session", "-d", "-s", self.name, "-x", str(width), "-y", str(height), shell],
+                       check=True)
+
+    def screen(self) -> list[str]:
+        out = subprocess.run(["tmux", "capture-pane", "-p", "-t", self.name], capture_output=True, text=True)
+        return out.stdout.splitlines()
+
+    def wait_for(self, text: str, timeout: float = 30) -> list[str]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            lines = self.screen()
+            if any(text in line for line in lines):
+                return lines
+            time.sleep(0.1)
+        raise AssertionError(f"{text!r} never appeared:\n" + "\n".join(self.screen()))
+
+    def keys(self, *keys: str) -> None:
+        subprocess.run(["tmux", "send-keys", "-t", self.name, *keys], check=True)
+
+    def close(self) -> None:
+        subprocess.run(["tmux", "kill-session", "-t", self.name], capture_output=True)
+
+
+@pytest.fixture
+def terminal():
+    started: list[Terminal] = []
+
+    def start(args: str, **kwargs) -> Terminal:
+        t = Terminal(args, **kwargs)
+        started.append(t)
+        return t
+
+    yield start
+    for t in started:
+        t.close()
+
+
+def test_open_browse_filter_and_quit_at_80x24(terminal):
+    t = terminal(f"open {TRACE}")
+    t.wait_for("busy 4.26µs")
+    screen = t.wait_for("t Timeline")  # the footer is drawn last
+    assert screen[0] == " add_relu_1M_eager.json.gz · 2 launches · 2 kernels · busy 4.26µs of 2.49ms"
+    assert screen[2].startswith("Kernel ") and "Count   Total▼     Mean  Share Launched by" in screen[2]
+    assert screen[3] == "vectorized…UDAFunctor_add>[f32]       1   2.27µs   2.27µs  53.4% aten::add"
+    assert screen[4] == "vectorized…h_clamp_scalar>[f32]       1   1.98µs   1.98µs  46.6% aten::clamp_min"
+    assert "vectorized_elementwise_kernel<CUDAFunctor_add>[f32]" in "\n".join(screen)  # details title
+    assert screen[-1].startswith("? Help / Filter v View f Full names t Timeline")
+
+    t.keys("v")
+    screen = t.wait_for("Start▲")
+    assert screen[3].split() == ["2.28ms", "2.27µs", "s7", "1", "vectorized…<CUDAFunctor_add>[f32]", "aten::add"]
+
+    t.keys("/", "clamp")  # typed at once: the keys after / must reach the filter box
+    screen = t.wait_for("1/2 kernels · 1/2 launches")
+    assert screen[3].split()[:4] == ["2.38ms", "1.98µs", "s7", "1"]
+    t.keys("Escape")
+    time.sleep(0.3)
+    t.keys("Escape")
+    t.wait_for("2/2 kernels · 2/2 launches")
+
+    t.keys("?")
+    screen = t.wait_for("escape closes")
+    assert any("Switch between the kernel table and every launch" in line for line in screen)
+    t.keys("Escape")  # alone: Escape then q at once reads as alt+q
+    t.wait_for("/ filter")
+    t.keys("q")
+    screen = t.wait_for("EXIT=")
+    assert "EXIT=0" in screen
+
+
+def test_open_of_a_missing_file_says_why_and_exits_2(terminal):
+    t = terminal("open traces/no_such_trace.json.gz")
+    t.wait_for("press q to quit")
+    assert any("kerneltui: traces/no_such_trace.json.gz: no such file" in line for line in t.screen())
+    t.keys("q")
+    screen = t.wait_for("EXIT=")
+    assert "kerneltui: traces/no_such_trace.json.gz: no such file" in screen  # printed again after the screen
+    assert "EXIT=2" in screen
+
+
+def test_no_color_terminal_still_marks_the_cursor(terminal):
+    t = terminal(f"{TRACE}", env="NO_COLOR=1")  # `kerneltui TRACE` is `open`
+    plain = t.wait_for("t Timeline")
+    out = subprocess.run(["tmux", "capture-pane", "-p", "-e", "-t", t.name], capture_output=True, text=True).stdout
+    at = next(i for i, line in enumerate(plain) if "UDAFunctor_add>[f32]" in line and "2.27" in line)
+    cursor_line = out.splitlines()[at]
+    assert "\x1b[7m" in cursor_line  # reverse video: visible without colour
+    assert "\x1b[7m" not in out.splitlines()[at + 1]
+    t.keys("q")
+    assert "EXIT=0" in t.wait_for("EXIT=")
