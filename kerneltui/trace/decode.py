@@ -22,7 +22,6 @@ _NO_RAW = Raw(b"")
 
 class Args(Struct, gc=False):
     external_id: int = field(default=-1, name="External id")
-    external_id_old: int = field(default=-1, name="external id")  # torch < 1.13
     correlation: int = -1
     device: int = -1
     stream: int = -1
@@ -62,11 +61,17 @@ _ONE_EVENT = msgspec.json.Decoder(Event, strict=False)
 _NO_ARGS = Args()
 
 
+_KEPT_PHASES = frozenset(("X", "i", "I"))
+OLD_EXTERNAL_ID = b'"external id"'  # torch < 1.13 spelled it so
+
+
 def decode_events(array_json) -> tuple[list[Event], int]:
     """A JSON array of events -> (events, how many were skipped for unexpected field types).
 
     Raises msgspec.DecodeError when the text is not JSON at all.
     """
+    if OLD_EXTERNAL_ID in (array_json.obj if isinstance(array_json, memoryview) else array_json):
+        array_json = bytes(array_json).replace(OLD_EXTERNAL_ID, b'"External id"')
     try:
         return EVENTS.decode(array_json), 0
     except msgspec.ValidationError:
@@ -145,12 +150,14 @@ class ChunkDecoder:
 
 
     def columns(self, events: list[Event]) -> dict[str, np.ndarray]:
-        keep = [e for e in events if e.ph in ("X", "i", "I")]
-        for e in events:
-            if e.ph == "M":
-                a = e.args or _NO_ARGS
-                self.metadata.append((e.name, e.pid, e.tid, a.name, a.labels, a.sort_index))
-        self.flow_events += sum(1 for e in events if e.ph in ("s", "f", "t"))
+        keep = [e for e in events if e.ph in _KEPT_PHASES]
+        if len(keep) < len(events):  # metadata and flow events: few, kept aside
+            for e in events:
+                if e.ph == "M":
+                    a = e.args or _NO_ARGS
+                    self.metadata.append((e.name, e.pid, e.tid, a.name, a.labels, a.sort_index))
+                elif e.ph in ("s", "f", "t"):
+                    self.flow_events += 1
         n = len(keep)
         cols: dict[str, np.ndarray] = {}
         cols["kind"] = self._kinds(keep)
@@ -159,9 +166,7 @@ class ChunkDecoder:
         cols["ts"] = us_to_ns(np.fromiter((e.ts for e in keep), np.float64, n))
         cols["dur"] = us_to_ns(np.fromiter((e.dur for e in keep), np.float64, n))
         args = [e.args or _NO_ARGS for e in keep]
-        ext = np.fromiter((a.external_id for a in args), np.int64, n)
-        old = np.fromiter((a.external_id_old for a in args), np.int64, n)
-        cols["external_id"] = np.where(ext >= 0, ext, old)
+        cols["external_id"] = np.fromiter((a.external_id for a in args), np.int64, n)
         cols["correlation"] = np.fromiter((a.correlation for a in args), np.int64, n)
         kind = cols["kind"]
         # The remaining fields exist on a few kinds only: read them for those rows alone.
