@@ -6,7 +6,10 @@ loader is a parameter so tests can pass a fake or a prepared Trace.
 
 from __future__ import annotations
 
+import gc
+import os
 from collections.abc import Callable
+from multiprocessing import resource_tracker
 
 from textual import on, work
 from textual.app import App
@@ -74,6 +77,9 @@ class KernelTuiApp(App):
         browser = self._browser()
         if browser is not None:
             browser.set_browse(message.browse)
+        # The trace's objects live until exit: keep the collector from re-walking them on every
+        # full collection (those took up to 0.7 s a keystroke on a million launches).
+        gc.freeze()
 
     @on(Worker.StateChanged)
     def _worker_changed(self, event: Worker.StateChanged) -> None:
@@ -100,4 +106,12 @@ class KernelTuiApp(App):
 
 
 def build_app(path: str, loader: Loader = load_trace) -> KernelTuiApp:
+    # The loader can decode big files in worker processes (trace/pool.py). Inside a running
+    # Textual app that pool breaks: its workers die (BrokenProcessPool on a 570 MB trace), and
+    # multiprocessing's resource tracker cannot start because Textual's stderr capture has no
+    # fd ("bad value(s) in fds_to_keep"). Until the data layer handles both, the browser
+    # decodes in its worker thread (as fast on 2 cores), unless KERNELTUI_WORKERS says otherwise,
+    # and starts the tracker now, while stderr is real (13 ms).
+    os.environ.setdefault("KERNELTUI_WORKERS", "0")
+    resource_tracker.ensure_running()
     return KernelTuiApp(str(path), loader)

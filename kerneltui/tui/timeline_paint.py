@@ -18,6 +18,7 @@ from kerneltui.units import ellipsize, fmt_ns
 
 SHADES = " ░▒▓█"  # busy share of a cell, so dense regions read as density, not as noise
 MIN_LABEL_CELLS = 6  # an interval this wide (in cells) gets its name drawn inside it
+EXACT_MARKS_UP_TO = 20_000  # intervals in the window; beyond, marks use per-lane cumulative counts
 KIND_CLASS = {Kind.MEMCPY: "timeline--memcpy", Kind.MEMSET: "timeline--memset"}
 
 Run = tuple[str, tuple[str, ...]]
@@ -109,7 +110,7 @@ def step_row(grid: Grid, starts: np.ndarray, ends: np.ndarray, labels: tuple[str
     return [("".join(chars), ("timeline--step",))]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class LaneView:
     """What a lane row needs besides the lane: the selection, marked ids, step starts, names."""
 
@@ -117,6 +118,17 @@ class LaneView:
     marked: np.ndarray | None = None  # bool per id
     step_starts: np.ndarray | None = None
     full_names: bool = False
+    counts_cache: dict | None = None  # lane key -> cumulative marked counts, kept while marked is
+
+    def marked_counts(self, lane: Lane) -> np.ndarray:
+        """counts[i] = marked intervals among the lane's first i (computed once per lane and mask)."""
+        cache = self.counts_cache if self.counts_cache is not None else {}
+        counts = cache.get((lane.key, len(lane)))
+        if counts is None:
+            counts = np.zeros(len(lane) + 1, np.int64)
+            np.cumsum(self.marked[lane.ids], out=counts[1:])
+            cache[(lane.key, len(lane))] = counts
+        return counts
 
 
 def lane_row(grid: Grid, lane: Lane, view: LaneView) -> list[Run]:
@@ -140,7 +152,11 @@ def lane_row(grid: Grid, lane: Lane, view: LaneView) -> list[Run]:
     sl = lane.window_slice(grid.w0, grid.w1)
     _labels(grid, lane, sl, chars, extra, view.full_names)
     if view.marked is not None and sl.stop > sl.start:
-        for c in np.flatnonzero(_covered(grid, lane, sl, view.marked[lane.ids[sl]])):
+        if sl.stop - sl.start <= EXACT_MARKS_UP_TO:
+            cells_marked = _covered(grid, lane, sl, view.marked[lane.ids[sl]])
+        else:  # zoomed out on a big lane: cells where a marked interval starts, O(cells log n)
+            cells_marked = lane.starting_in(grid.edges, view.marked_counts(lane)) > 0
+        for c in np.flatnonzero(cells_marked):
             extra[c] = extra[c] + ("timeline--marked",)
     if view.selected is not None:
         position = lane.position_of(view.selected)
@@ -154,6 +170,8 @@ def lane_row(grid: Grid, lane: Lane, view: LaneView) -> list[Run]:
 
 def _labels(grid: Grid, lane: Lane, sl: slice, chars: list[str], extra: list, full: bool) -> None:
     min_ns = MIN_LABEL_CELLS * (grid.w1 - grid.w0) / grid.plot
+    if lane.longest < min_ns:
+        return  # zoomed out: nothing is wide enough, and there may be a million to check
     wide = sl.start + np.flatnonzero((lane.ends[sl] - lane.starts[sl]) >= min_ns)
     for position in wide[: grid.plot]:
         c0, c1 = grid.columns(int(lane.starts[position]), int(lane.ends[position]))

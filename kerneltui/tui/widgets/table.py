@@ -88,6 +88,7 @@ class VirtualTable(ScrollView, can_focus=True):
         self.sort_column = ""
         self.sort_reverse = False
         self._lines: LRUCache[tuple, Strip] = LRUCache(256)
+        self._styles: dict[tuple[str, ...], object] = {}
         self._generation = 0
 
     # -- subclass hooks -------------------------------------------------------
@@ -119,9 +120,15 @@ class VirtualTable(ScrollView, can_focus=True):
             return
         row = min(max(row, 0), count - 1)
         old, self.cursor = self.cursor, row
+        top = int(self.scroll_offset.y)
         self._scroll_to_cursor()
         if old != row:
-            self.refresh()
+            if int(self.scroll_offset.y) == top:
+                # only the two rows whose cursor mark changed (+1: line 0 is the header)
+                self.refresh_line(old + 1)
+                self.refresh_line(row + 1)
+            else:
+                self.refresh()
         if notify:
             self.post_message(self.Highlighted(self, row))
 
@@ -202,7 +209,7 @@ class VirtualTable(ScrollView, can_focus=True):
             if count == 0 and y == 1:
                 text = ellipsize(f" {self.empty_text}", width).ljust(width)
                 return Strip([Segment(text, self._style("vtable--empty"))], width)
-            return Strip.blank(width, self.rich_style)
+            return Strip.blank(width, self._style())
         key = (row, row == self.cursor, width, self._generation, self.has_focus)
         line = self._lines.get(key)
         if line is None:
@@ -219,10 +226,19 @@ class VirtualTable(ScrollView, can_focus=True):
         self.refresh()
 
     def _style(self, *names: str):
-        style = self.rich_style
-        for name in names:
-            style += self.get_component_rich_style(name, partial=True)
+        # rich_style walks the DOM on every call: compose each combination once
+        style = self._styles.get(names)
+        if style is None:
+            style = self.rich_style
+            for name in names:
+                style += self.get_component_rich_style(name, partial=True)
+            self._styles[names] = style
         return style
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._styles = {}
+        self._lines.clear()
 
     def _row_strip(self, row: int, width: int) -> Strip:
         texts = self.cells(row)

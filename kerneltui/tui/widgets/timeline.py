@@ -135,6 +135,7 @@ class Timeline(Widget, can_focus=True):
         self.lane_cursor = 0
         self._lane_top = 0
         self._marked: np.ndarray | None = None
+        self._marked_counts: dict = {}
         self._steps: tuple[np.ndarray, np.ndarray, tuple[str, ...]] = (np.empty(0, np.int64), np.empty(0, np.int64), ())
         self._step_of_id: np.ndarray | None = None
         self._cache_key: tuple | None = None
@@ -151,6 +152,7 @@ class Timeline(Widget, can_focus=True):
         ``bounds`` (the zoom-out limit) defaults to the bounds given before, else the lanes' extent.
         """
         self.lanes = list(lanes)
+        self._marked_counts = {}
         if bounds is None and self._fixed_bounds:
             bounds = self.bounds
         elif bounds is not None:
@@ -173,6 +175,7 @@ class Timeline(Widget, can_focus=True):
 
     def set_marked(self, mask: np.ndarray | None) -> None:
         self._marked = mask
+        self._marked_counts = {}
         self._invalidate()
 
     def set_steps(self, starts: np.ndarray, ends: np.ndarray, labels: Sequence[str],
@@ -414,7 +417,8 @@ class Timeline(Widget, can_focus=True):
             self._lane_top = self.lane_cursor - rows + 1
         if not self.lanes:
             lines.append(self._line("", ("timeline--label",), [("no GPU work to draw", ("timeline--label",))]))
-        view = LaneView(self.selected, self._marked, starts if len(starts) else None, self.full_names)
+        view = LaneView(self.selected, self._marked, starts if len(starts) else None, self.full_names,
+                        self._marked_counts)
         for index in range(self._lane_top, min(self._lane_top + rows, len(self.lanes))):
             lane = self.lanes[index]
             cursor = index == self.lane_cursor and self.has_focus

@@ -1,0 +1,215 @@
+"""Keystroke-to-repaint time of `kerneltui open` on a trace of a million GPU events.
+
+    python benchmarks/bench_tui.py [--kernels 1000000] [--size 160x45] [--repeat 15]
+
+Generates (once, into benchmarks/data/, which git ignores) a Kineto-shaped trace:
+``--kernels`` kernels and memsets on two streams, each with its cudaLaunchKernel
+call inside an aten op on one of two CPU threads, 48 distinct kernel names, and
+ProfilerStep annotations. Then opens the real app headless (``App.run_test``),
+waits for both loading stages, and for each key measures the time from sending
+it to the end of the next repaint (the compositor's update reaching the
+driver), after every message the key caused was handled. Prints median, p90
+and max per key.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+KERNELS_PER_OP = 10
+OPS_PER_STEP = 1000
+NAMES = (
+    [f"void at::native::vectorized_elementwise_kernel<4, at::native::Functor{k}<float>, std::array<char*, 3ul> >"
+     f"(int, at::native::Functor{k}<float>, std::array<char*, 3ul>)" for k in range(24)]
+    + [f"nvjet_sm90_tst_{64 * (k + 1)}x128_64x4_1x2_h_bz_coopA_NNT" for k in range(12)]
+    + [f"triton_poi_fused_add_mul_{k}" for k in range(12)]
+)
+OPS = ["aten::add", "aten::mul", "aten::mm", "aten::addmm", "aten::gelu", "aten::copy_"]
+
+
+def us(ns: np.ndarray) -> list[str]:
+    """Kineto's µs with exactly three decimals, from integer ns."""
+    return [f"{a}.{b:03d}" for a, b in zip((ns // 1000).tolist(), (ns % 1000).tolist())]
+
+
+def generate(path: Path, kernels: int, seed: int = 0) -> None:
+    rng = np.random.default_rng(seed)
+    n_ops = kernels // KERNELS_PER_OP
+    op = np.arange(n_ops)
+    thread = op % 2  # two launching threads, one stream each
+    op_start = 1_000_000 + op * 60_000  # same-thread ops are 120 µs apart: never overlap
+    op_dur = np.full(n_ops, 55_000)
+    k = np.arange(n_ops * KERNELS_PER_OP)
+    k_op = k // KERNELS_PER_OP
+    launch_ts = op_start[k_op] + 2_000 + (k % KERNELS_PER_OP) * 5_000
+    launch_dur = np.full(len(k), 4_000)
+    gpu_ts = launch_ts + 5_000
+    gpu_dur = rng.integers(800, 4_500, len(k))
+    memset = (k % 50) == 49
+    name = rng.integers(0, len(NAMES), len(k))
+    ext = 1 + k_op
+    corr = 1_000_000 + k
+    tid = np.where(thread[k_op] == 0, 100, 101)
+    stream = np.where(thread[k_op] == 0, 7, 20)
+    lines = []
+    for s, d, e, t in zip(us(op_start), us(op_dur), (1 + op).tolist(), np.where(thread == 0, 100, 101).tolist()):
+        lines.append(f'{{"ph": "X", "cat": "cpu_op", "name": "{OPS[e % len(OPS)]}", "pid": 100, "tid": {t}, '
+                     f'"ts": {s}, "dur": {d}, "args": {{"External id": {e}}}}}')
+    for s, d, e, c, t in zip(us(launch_ts), us(launch_dur), ext.tolist(), corr.tolist(), tid.tolist()):
+        lines.append(f'{{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 100, "tid": {t}, '
+                     f'"ts": {s}, "dur": {d}, "args": {{"External id": {e}, "correlation": {c}, "cbid": 211}}}}')
+    for s, d, e, c, st, nm, ms in zip(us(gpu_ts), us(gpu_dur), ext.tolist(), corr.tolist(), stream.tolist(),
+                                      name.tolist(), memset.tolist()):
+        if ms:
+            lines.append(f'{{"ph": "X", "cat": "gpu_memset", "name": "Memset (Device)", "pid": 0, "tid": {st}, '
+                         f'"ts": {s}, "dur": {d}, "args": {{"External id": {e}, "correlation": {c}, "device": 0, '
+                         f'"stream": {st}, "bytes": 4}}}}')
+        else:
+            lines.append(f'{{"ph": "X", "cat": "kernel", "name": "{NAMES[nm]}", "pid": 0, "tid": {st}, '
+                         f'"ts": {s}, "dur": {d}, "args": {{"External id": {e}, "correlation": {c}, "device": 0, '
+                         f'"stream": {st}, "grid": [{64 + nm}, 1, 1], "block": [256, 1, 1], '
+                         f'"registers per thread": 32, "shared memory": 0}}}}')
+    steps = np.arange(0, n_ops, OPS_PER_STEP)
+    for i, first in enumerate(steps.tolist()):
+        last = min(first + OPS_PER_STEP, n_ops) - 1
+        start, end = op_start[first] - 1_000, op_start[last] + 57_000
+        lines.append(f'{{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#{i}", "pid": 100, "tid": 100, '
+                     f'"ts": {us(np.array([start]))[0]}, "dur": {us(np.array([end - start]))[0]}, "args": {{}}}}')
+    header = ('{\n  "schemaVersion": 1,\n  "deviceProperties": [{"id": 0, "name": "NVIDIA H200", "numSms": 132}],\n'
+              '  "baseTimeNanoseconds": 1700000000000000000,\n  "traceEvents": [\n  ')
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as out:
+        out.write(header)
+        out.write(",\n  ".join(lines))
+        out.write('\n  ],\n  "traceName": "bench_tui"\n}\n')
+
+
+class Painted:
+    """Records when the app last sent a screen update to its (headless) driver."""
+
+    def __init__(self, app) -> None:
+        self.at = 0.0
+        original = app._display
+
+        def display(*args, **kwargs):
+            result = original(*args, **kwargs)
+            self.at = time.perf_counter()
+            return result
+
+        app._display = display
+
+
+async def measure(pilot, painted: Painted, key: str, repeat: int, before=None) -> list[float]:
+    times = []
+    for _ in range(repeat):
+        if before is not None:
+            await before()
+        await pilot.pause()
+        start = time.perf_counter()
+        painted.at = 0.0
+        await pilot.press(key)
+        await pilot.pause()  # every message the key caused is handled...
+        deadline = time.perf_counter() + 2
+        while painted.at < start and time.perf_counter() < deadline:  # ...and the next refresh is out
+            await asyncio.sleep(0.001)
+        if painted.at < start:
+            raise RuntimeError(f"{key!r} caused no repaint: a benchmark case that changes nothing")
+        times.append((painted.at - start) * 1000)
+    return times
+
+
+async def run(path: Path, size: tuple[int, int], repeat: int) -> None:
+    from kerneltui.tui.app import build_app
+    from kerneltui.tui.screens.browser import BrowserScreen
+
+    app = build_app(str(path))
+    t0 = time.perf_counter()
+    async with app.run_test(size=size) as pilot:
+        painted = Painted(app)
+        first = None
+        while True:
+            await pilot.pause(0.05)
+            if app.error or app._exit:
+                raise SystemExit(f"the app did not load the trace: {app.error or 'it exited'}")
+            screen = app.screen
+            if first is None and isinstance(screen, BrowserScreen):
+                first = time.perf_counter() - t0
+            if isinstance(screen, BrowserScreen) and screen.browse is not None:
+                break
+        full = time.perf_counter() - t0
+        trace = screen.kernels.trace
+        print(f"trace: {len(trace.gpu):,} GPU events, {len(trace.events):,} events; "
+              f"first screen {first:.1f}s, everything {full:.1f}s (terminal {size[0]}x{size[1]})")
+        print(f"{'key':<34} {'median':>8} {'p90':>8} {'max':>8}  (ms, keystroke to repaint)")
+        box = screen.query_one("#filter")
+
+        async def reset_filter():
+            box.value = "vector"
+            box.cursor_position = len(box.value)  # so backspace deletes a character
+            await pilot.pause()
+
+        timeline = screen.query_one("#timeline")
+
+        async def whole():
+            timeline.fit()
+
+        async def zoomed_in():
+            w0, w1 = timeline.bounds
+            timeline.set_window(w0, w0 + (w1 - w0) // 4)
+
+        async def top():
+            screen.query_one("#launches").move_cursor(0)
+
+        async def kernel_view():
+            if screen._view() != "kernels":
+                screen.action_toggle_view()
+
+        cases = [
+            ("kernels: down (next kernel)", "down", None),
+            ("v: switch to 1M-row launch list", "v", kernel_view),
+            ("launches: down", "down", None),
+            ("launches: pagedown", "pagedown", None),
+            ("launches: end (last row)", "end", top),
+            ("zoom in (+) from the whole trace", "plus", whole),
+            ("zoom out (-) to the whole trace", "minus", zoomed_in),
+            ("pan (.)", "full_stop", zoomed_in),
+            ("filter: type one more char", "x", reset_filter),
+            ("filter: delete a char", "backspace", reset_filter),
+        ]
+        results = []
+        for label, key, before in cases:
+            if label.startswith("filter") and app.focused is not box:
+                await pilot.press("slash")
+            times = await measure(pilot, painted, key, repeat, before)
+            results.append((label, times))
+            print(f"{label:<34} {statistics.median(times):8.1f} {np.percentile(times, 90):8.1f} {max(times):8.1f}")
+
+
+def main() -> None:
+    sys.stdout.reconfigure(line_buffering=True)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--kernels", type=int, default=1_000_000)
+    parser.add_argument("--size", default="160x45")
+    parser.add_argument("--repeat", type=int, default=15)
+    args = parser.parse_args()
+    path = ROOT / "benchmarks" / "data" / f"tui_{args.kernels}.json"
+    if not path.exists():
+        t = time.perf_counter()
+        generate(path, args.kernels)
+        print(f"generated {path.name} ({path.stat().st_size / 1e6:.0f} MB) in {time.perf_counter() - t:.1f}s")
+    w, h = (int(x) for x in args.size.split("x"))
+    asyncio.run(run(path, (w, h), args.repeat))
+
+
+if __name__ == "__main__":
+    main()
