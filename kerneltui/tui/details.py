@@ -128,7 +128,9 @@ def _traffic_rows(trace, browse: Browse, launch: int, kind: Kind) -> list[tuple[
     row = t.iloc[launch]
     basis = str(row["basis"])
     if math.isnan(row["bytes"]):
-        reason = {"no-shapes": "profile with record_shapes=True", "cuda-graph": "CUDA-graph replays have no op",
+        no_shapes = ("its op recorded no tensor shapes" if trace.meta.record_shapes
+                     else "profile with record_shapes=True")
+        reason = {"no-shapes": no_shapes, "cuda-graph": "CUDA-graph replays have no op",
                   "no-op": "no launching op"}.get(basis, basis)
         return [("bytes", f"unknown ({reason})")]
     out = [("bytes", f"{fmt_bytes(row['bytes'])} ({basis})")]
