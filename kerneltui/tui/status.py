@@ -20,7 +20,8 @@ def header(kernels: Kernels, browse: Browse | None) -> Text:
     text = Text(no_wrap=True, overflow="ellipsis")
     text.append(Path(trace.meta.path).name, style="bold")
     n = len(kernels.key_codes)
-    text.append(f" · {n:,} launch{'es' if n != 1 else ''} · {len(kernels.stats):,} kernels")
+    k = len(kernels.stats)
+    text.append(f" · {n:,} launch{'es' if n != 1 else ''} · {k:,} kernel{'s' if k != 1 else ''}")
     if browse is not None:
         s = browse.summary
         text.append(f" · busy {fmt_ns(s.busy_ns)} of {fmt_ns(s.window_ns)} ({fmt_share(s.busy_share)})")

@@ -119,6 +119,9 @@ class KernelTable(VirtualTable):
             self._natural[field] = max(len(str(v)) for v in kept)
         return self._natural[field]
 
+    def cut_in_middle(self) -> bool:
+        return not self.full_names  # a full name's start (namespace, template) says more than its argument list
+
     def columns(self) -> list[Column]:
         return self._columns
 

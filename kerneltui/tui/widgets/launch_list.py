@@ -119,6 +119,9 @@ class LaunchList(VirtualTable):
                 self._natural[key] = max((len(n) for n in names), default=8)
         return self._natural[key]
 
+    def cut_in_middle(self) -> bool:
+        return not self.full_names  # a full name's start (namespace, template) says more than its argument list
+
     def columns(self) -> list[Column]:
         return list(LAUNCH_COLUMNS)
 

@@ -104,6 +104,10 @@ class VirtualTable(ScrollView, can_focus=True):
     def row_class(self, row: int) -> str | None:
         return None
 
+    def cut_in_middle(self) -> bool:
+        """Whether Column.middle columns are cut in the middle now (short names differ at their ends)."""
+        return True
+
     # -- public -------------------------------------------------------------------
     def reset(self) -> None:
         """The rows changed: forget cached lines, resize the scroll area, clamp the cursor."""
@@ -245,7 +249,7 @@ class VirtualTable(ScrollView, can_focus=True):
         layout = self._layout(width)
         all_columns = self.columns()
         by_key = {c.key: t for c, t in zip(all_columns, texts)}
-        parts = [_fit(by_key[c.key], w, c.align, c.middle) for c, w in layout]
+        parts = [_fit(by_key[c.key], w, c.align, c.middle and self.cut_in_middle()) for c, w in layout]
         names = ["vtable--cursor"] if row == self.cursor else []
         extra = self.row_class(row)
         if extra:
