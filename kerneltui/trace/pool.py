@@ -1,9 +1,10 @@
 """Decode big traces on every core: chunks go to worker processes, results come back in order.
 
-msgspec holds the GIL, so threads would not help. Workers are forked when
-the process has one thread, and come from a forkserver otherwise (the browser
-loads in a thread, and forking a threaded process is unsafe). Small traces stay in-process, where start-up would cost more
-than it saves.
+msgspec holds the GIL, so threads would not help. Only the main thread of a
+process uses workers (the CLI's summary and capture); the apps load in a
+worker thread of a Textual process and decode there. Workers are forked when
+the process has one thread, and come from a forkserver otherwise. Small traces
+stay in-process, where start-up would cost more than it saves.
 """
 
 from __future__ import annotations
@@ -54,6 +55,10 @@ class ChunkPool:
         workers = worker_count()
         size = stream.file_bytes * (GZIP_RATIO_GUESS if stream.compressed else 1)
         if workers < 2 or size < PARALLEL_FROM_BYTES:
+            return None
+        if threading.current_thread() is not threading.main_thread():
+            # An app's loading thread: its process may have replaced stderr (no fd for the
+            # resource tracker) and holds other threads; decode in this thread instead.
             return None
         return cls(_shared_executor(workers), in_flight=2 * workers)
 

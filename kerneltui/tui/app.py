@@ -7,9 +7,7 @@ loader is a parameter so tests can pass a fake or a prepared Trace.
 from __future__ import annotations
 
 import gc
-import os
 from collections.abc import Callable
-from multiprocessing import resource_tracker
 
 from textual import on, work
 from textual.app import App
@@ -106,12 +104,6 @@ class KernelTuiApp(App):
 
 
 def build_app(path: str, loader: Loader = load_trace) -> KernelTuiApp:
-    # The loader can decode big files in worker processes (trace/pool.py). Inside a running
-    # Textual app that pool breaks: its workers die (BrokenProcessPool on a 570 MB trace), and
-    # multiprocessing's resource tracker cannot start because Textual's stderr capture has no
-    # fd ("bad value(s) in fds_to_keep"). Until the data layer handles both, the browser
-    # decodes in its worker thread (as fast on 2 cores), unless KERNELTUI_WORKERS says otherwise,
-    # and starts the tracker now, while stderr is real (13 ms).
-    os.environ.setdefault("KERNELTUI_WORKERS", "0")
-    resource_tracker.ensure_running()
+    # load_trace decodes in this app's loading thread: the data layer keeps its worker
+    # processes for the main thread of a plain process (trace/pool.py says why).
     return KernelTuiApp(str(path), loader)
