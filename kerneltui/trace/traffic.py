@@ -198,13 +198,15 @@ def _parse_ops(trace: Trace, op_rows: np.ndarray) -> pd.DataFrame:
     at = ev["shapes_at"].to_numpy()[op_rows]
     length = ev["shapes_len"].to_numpy()[op_rows]
     blob = trace.shapes_blob
-    cache: dict[tuple, OpTraffic] = {}
+    cache: dict[tuple, tuple] = {}
     records = []
     for name, ind, a, n in zip(names, inductor, at, length):
         text = bytes(blob[a : a + n]) if a >= 0 else b""
         key = (name, bool(ind), text)
         if key not in cache:
-            cache[key] = op_traffic(name, orjson.loads(text) if text else None, bool(ind))
+            t = op_traffic(name, orjson.loads(text) if text else None, bool(ind))
+            # tuples, not dataclasses: pandas would call asdict() per row
+            cache[key] = (t.bytes, t.flops, t.largest, t.basis, t.dtype)
         records.append(cache[key])
     return pd.DataFrame(records, columns=["bytes", "flops", "largest", "basis", "dtype"], index=op_rows)
 
