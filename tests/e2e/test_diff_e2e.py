@@ -2,68 +2,18 @@
 
 from __future__ import annotations
 
-import shlex
 import shutil
-import subprocess
-import sys
 import time
 import uuid
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.e2e.conftest import kerneltui_command
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (apt-get install tmux)")
 
 COMMAND = "diff traces/add_relu_1M_eager.json.gz traces/add_relu_1M_compiled.json.gz"
-
-
-def kerneltui_command() -> str:
-    """The installed console script when there is one, else the module (same code)."""
-    script = shutil.which("kerneltui")
-    return script if script else f"{shlex.quote(sys.executable)} -m kerneltui"
-
-
-class Terminal:
-    def __init__(self, command: str, width: int, height: int, env: str = ""):
-        self.name = f"kerneltui-e2e-{uuid.uuid4().hex[:8]}"
-        shell = f"cd {shlex.quote(str(ROOT))} && {env} PYTHONPATH={shlex.quote(str(ROOT))} {command}; echo EXIT=$?; sleep 60"
-        subprocess.run(["tmux", "new-session", "-d", "-s", self.name, "-x", str(width), "-y", str(height), shell],
-                       check=True)
-
-    def screen(self) -> list[str]:
-        out = subprocess.run(["tmux", "capture-pane", "-p", "-t", self.name], capture_output=True, text=True)
-        return out.stdout.splitlines()
-
-    def wait_for(self, text: str, timeout: float = 30) -> list[str]:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            lines = self.screen()
-            if any(text in line for line in lines):
-                return lines
-            time.sleep(0.2)
-        raise AssertionError(f"{text!r} never appeared:\n" + "\n".join(self.screen()))
-
-    def keys(self, *keys: str) -> None:
-        subprocess.run(["tmux", "send-keys", "-t", self.name, *keys], check=True)
-
-    def close(self) -> None:
-        subprocess.run(["tmux", "kill-session", "-t", self.name], capture_output=True)
-
-
-@pytest.fixture
-def terminal():
-    opened = []
-
-    def start(command: str, width: int = 80, height: int = 24, env: str = "") -> Terminal:
-        t = Terminal(command, width, height, env)
-        opened.append(t)
-        return t
-
-    yield start
-    for t in opened:
-        t.close()
 
 
 def test_diff_of_the_example_pair_at_80x24(terminal):

@@ -2,68 +2,21 @@
 
 from __future__ import annotations
 
-import shlex
 import shutil
 import subprocess
-import sys
 import time
-import uuid
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.e2e.conftest import kerneltui_command
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (apt-get install tmux)")
 
 TRACE = "traces/add_relu_1M_eager.json.gz"
 
 
-class Terminal:
-    """A tmux session running one command; the shell prints EXIT=<status> when it ends."""
-
-    def __init__(self, args: str, width: int = 80, height: int = 24, env: str = ""):
-        self.name = f"kerneltui-open-{uuid.uuid4().hex[:8]}"
-        command = f"{shlex.quote(sys.executable)} -m kerneltui {args}"
-        shell = f"cd {shlex.quote(str(ROOT))} && {env} {command}; echo EXIT=$?; sleep 60"
-        subprocess.run(["tmux", "new-session", "-d", "-s", self.name, "-x", str(width), "-y", str(height), shell],
-                       check=True)
-
-    def screen(self) -> list[str]:
-        out = subprocess.run(["tmux", "capture-pane", "-p", "-t", self.name], capture_output=True, text=True)
-        return out.stdout.splitlines()
-
-    def wait_for(self, text: str, timeout: float = 30) -> list[str]:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            lines = self.screen()
-            if any(text in line for line in lines):
-                return lines
-            time.sleep(0.1)
-        raise AssertionError(f"{text!r} never appeared:\n" + "\n".join(self.screen()))
-
-    def keys(self, *keys: str) -> None:
-        subprocess.run(["tmux", "send-keys", "-t", self.name, *keys], check=True)
-
-    def close(self) -> None:
-        subprocess.run(["tmux", "kill-session", "-t", self.name], capture_output=True)
-
-
-@pytest.fixture
-def terminal():
-    started: list[Terminal] = []
-
-    def start(args: str, **kwargs) -> Terminal:
-        t = Terminal(args, **kwargs)
-        started.append(t)
-        return t
-
-    yield start
-    for t in started:
-        t.close()
-
-
 def test_open_browse_filter_and_quit_at_80x24(terminal):
-    t = terminal(f"open {TRACE}")
+    t = terminal(f"{kerneltui_command()} open {TRACE}")
     t.wait_for("busy 4.26µs")
     screen = t.wait_for("t Timeline")  # the footer is drawn last
     assert screen[0] == " add_relu_1M_eager.json.gz · 2 launches · 2 kernels · busy 4.26µs of 2.49ms"
@@ -96,7 +49,7 @@ def test_open_browse_filter_and_quit_at_80x24(terminal):
 
 
 def test_open_of_a_missing_file_says_why_and_exits_2(terminal):
-    t = terminal("open traces/no_such_trace.json.gz")
+    t = terminal(f"{kerneltui_command()} open traces/no_such_trace.json.gz")
     t.wait_for("press q to quit")
     assert any("kerneltui: traces/no_such_trace.json.gz: no such file" in line for line in t.screen())
     t.keys("q")
@@ -106,7 +59,7 @@ def test_open_of_a_missing_file_says_why_and_exits_2(terminal):
 
 
 def test_no_color_terminal_still_marks_the_cursor(terminal):
-    t = terminal(f"{TRACE}", env="NO_COLOR=1")  # `kerneltui TRACE` is `open`
+    t = terminal(f"{kerneltui_command()} {TRACE}", env="NO_COLOR=1")  # `kerneltui TRACE` is `open`
     plain = t.wait_for("t Timeline")
     out = subprocess.run(["tmux", "capture-pane", "-p", "-e", "-t", t.name], capture_output=True, text=True).stdout
     at = next(i for i, line in enumerate(plain) if "UDAFunctor_add>[f32]" in line and "2.27" in line)

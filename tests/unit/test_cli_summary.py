@@ -140,4 +140,5 @@ def test_a_cut_off_trace_prints_what_it_has_warns_and_exits_2(tmp_path):
 def test_help_and_python_dash_m():
     result = kerneltui("--help")
     assert result.returncode == 0
-    assert "summary" in result.stdout
+    for command in ("summary", "open", "diff", "capture"):
+        assert f"    {command} " in result.stdout

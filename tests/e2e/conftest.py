@@ -1,0 +1,64 @@
+"""A real terminal for end-to-end tests: the real `kerneltui` in tmux, keys in, capture-pane out."""
+
+from __future__ import annotations
+
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+
+import pytest
+
+from tests.conftest import ROOT
+
+
+def kerneltui_command() -> str:
+    """The installed console script when there is one, else the module (same code)."""
+    script = shutil.which("kerneltui")
+    return script if script else f"{shlex.quote(sys.executable)} -m kerneltui"
+
+
+class Terminal:
+    """A tmux session running one shell command; the shell prints EXIT=<status> when it ends."""
+
+    def __init__(self, command: str, width: int = 80, height: int = 24, env: str = ""):
+        self.name = f"kerneltui-e2e-{uuid.uuid4().hex[:8]}"
+        shell = f"cd {shlex.quote(str(ROOT))} && {env} PYTHONPATH={shlex.quote(str(ROOT))} {command}; echo EXIT=$?; sleep 60"
+        subprocess.run(["tmux", "new-session", "-d", "-s", self.name, "-x", str(width), "-y", str(height), shell],
+                       check=True)
+
+    def screen(self) -> list[str]:
+        out = subprocess.run(["tmux", "capture-pane", "-p", "-t", self.name], capture_output=True, text=True)
+        return out.stdout.splitlines()
+
+    def wait_for(self, text: str, timeout: float = 30) -> list[str]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            lines = self.screen()
+            if any(text in line for line in lines):
+                return lines
+            time.sleep(0.1)
+        raise AssertionError(f"{text!r} never appeared:\n" + "\n".join(self.screen()))
+
+    def keys(self, *keys: str) -> None:
+        subprocess.run(["tmux", "send-keys", "-t", self.name, *keys], check=True)
+
+    def close(self) -> None:
+        subprocess.run(["tmux", "kill-session", "-t", self.name], capture_output=True)
+
+
+@pytest.fixture
+def terminal():
+    """terminal(command, width=80, height=24, env="") starts one; all are closed afterwards."""
+    started: list[Terminal] = []
+
+    def start(command: str, width: int = 80, height: int = 24, env: str = "") -> Terminal:
+        t = Terminal(command, width, height, env)
+        started.append(t)
+        return t
+
+    yield start
+    for t in started:
+        t.close()
