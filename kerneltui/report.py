@@ -37,15 +37,21 @@ def launches_frame(trace: Trace, gpu: pd.DataFrame) -> pd.DataFrame:
     )
 
 
+def plural(n: float, word: str) -> str:
+    ending = "es" if word.endswith("ch") else "s"
+    number = f"{int(n):,}" if float(n).is_integer() else f"{n:,.1f}"
+    return f"{number} {word}" if n == 1 else f"{number} {word}{ending}"
+
+
 def headline(s: TraceSummary) -> list[str]:
     unit = s.iteration_unit
     lines = [
         f"device      {s.device}",
         f"window      {fmt_ns(s.window_ns)}, GPU busy {fmt_ns(s.busy_ns)} ({fmt_share(s.busy_share)})"
         f", GPU time {fmt_ns(s.gpu_time_ns)}",
-        f"GPU work    {s.launches:,} launches: {s.kernels:,} kernels, {s.memcpys:,} memcpy, {s.memsets:,} memset"
-        f"; {s.distinct_kernels} distinct; {s.streams} stream{'s' if s.streams != 1 else ''}",
-        f"per {unit:<7} {s.launches_per_iteration:g} launches, {fmt_ns(s.gpu_ns_per_iteration)} GPU,"
+        f"GPU work    {plural(s.launches, 'launch')}: {plural(s.kernels, 'kernel')}, {s.memcpys:,} memcpy,"
+        f" {s.memsets:,} memset; {s.distinct_kernels} distinct; {plural(s.streams, 'stream')}",
+        f"per {unit:<7} {plural(s.launches_per_iteration, 'launch')}, {fmt_ns(s.gpu_ns_per_iteration)} GPU,"
         f" {fmt_ns(s.cpu_ns_per_iteration)} CPU (median)",
         f"{unit}s{' ' * (10 - len(unit))} {s.iterations} ({s.iteration_source})",
         f"CPU ops     {fmt_ns(s.cpu_ns)} in top-level ops",
