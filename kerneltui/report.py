@@ -148,15 +148,20 @@ def as_json(trace: Trace, s: TraceSummary, kernels: pd.DataFrame, launches: pd.D
             "events": len(trace.events),
         },
         "summary": s.to_dict(),
-        "kernels": kernels.to_dict("records"),
+        "kernels": labelled(kernels).to_dict("records"),
     }
     if launches is not None:
         doc["launches"] = launches.to_dict("records")
     return orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY).decode() + "\n"
 
 
+def labelled(kernels: pd.DataFrame) -> pd.DataFrame:
+    """The kernel table with its kind as a word (kernel, memcpy, memset), as the launch list has it."""
+    return kernels.assign(kind=[KIND_LABEL[Kind(k)] for k in kernels["kind"]])
+
+
 def as_csv(kernels: pd.DataFrame, launches: pd.DataFrame | None) -> str:
     out = io.StringIO()
-    frame = launches if launches is not None else kernels
+    frame = launches if launches is not None else labelled(kernels)
     frame.to_csv(out, index=False, quoting=csv.QUOTE_MINIMAL)
     return out.getvalue()

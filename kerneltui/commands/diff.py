@@ -10,6 +10,7 @@ import argparse
 import re
 import sys
 
+from kerneltui.commands.summary import positive_int
 from kerneltui.errors import UserError
 
 HELP = "Compare two traces: launches, GPU/CPU time, bytes moved, and which kernels replaced which."
@@ -32,7 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="exit 1 when B's GPU time per step/call is more than PCT above A's (e.g. 5%%);"
         " prints the table unless --format says otherwise",
     )
-    parser.add_argument("--top", type=int, metavar="N", help="only the first N rows of the matched table")
+    parser.add_argument("--top", type=positive_int, metavar="N", help="only the first N rows of the matched table")
 
 
 def parse_share(text: str) -> float:

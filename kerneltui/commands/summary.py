@@ -11,7 +11,9 @@ HELP = "Print the GPU work of a trace: busy time, launches per step, kernels by 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("trace", help="a torch.profiler trace (.json or .json.gz)")
     parser.add_argument("--format", choices=("table", "json", "csv"), default="table")
-    parser.add_argument("--top", type=int, metavar="N", help="only the N kernels (or launches) with most GPU time")
+    parser.add_argument(
+        "--top", type=positive_int, metavar="N", help="only the N kernels (or launches) with most GPU time"
+    )
     parser.add_argument(
         "--filter",
         metavar="TEXT",
@@ -19,6 +21,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--launches", action="store_true", help="list every launch in time order instead of grouping")
     parser.add_argument("--full-names", action="store_true", help="show full kernel names in the table")
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, not {value}")
+    return value
 
 
 def run(args: argparse.Namespace) -> int:

@@ -182,7 +182,7 @@ def _with_rates(m: pd.DataFrame, a: SideFacts, b: SideFacts, ta: Traffic, tb: Tr
 def _verdict(a: SideFacts, b: SideFacts, cpu_ok: bool) -> Verdict:
     unit = b.unit
     gpu = _ratio(b.gpu_ns, a.gpu_ns)
-    if gpu != gpu:
+    if gpu != gpu or not b.gpu_ns:  # either side ran no GPU work
         empty = " and ".join(s.label for s in (a, b) if not s.gpu_ns)
         whose = "their" if " and " in empty else "its"
         return Verdict("incomparable", f"{empty} ran no GPU work in {whose} {unit}s: no GPU time to compare.")

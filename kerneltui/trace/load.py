@@ -48,6 +48,8 @@ def read_trace(path: str | os.PathLike, progress: Callable[[float], None] | None
     stream = BlockStream(path, progress)
     reader = _EventReader(stream)
     raw = reader.read()
+    if raw.truncated and not len(raw.columns["ts"]):
+        raise TraceError(f"{stream.path} is cut off before its first complete event: nothing to load")
     meta = _meta(stream, raw)
     return raw, meta
 

@@ -108,7 +108,10 @@ def per_iteration(trace: Trace) -> pd.DataFrame:
 
 
 def kernel_stats(trace: Trace, gpu: pd.DataFrame | None = None) -> pd.DataFrame:
-    """One row per distinct kernel (key), sorted by total time; op = most frequent launching op."""
+    """One row per distinct kernel (key), sorted by total time; op = most frequent launching op.
+
+    ``gpu`` may be a filtered part of ``trace.gpu``; shares stay shares of the whole trace's GPU time.
+    """
     g = trace.gpu if gpu is None else gpu
     if not len(g):
         return pd.DataFrame(columns=KERNEL_COLUMNS)
@@ -120,7 +123,7 @@ def kernel_stats(trace: Trace, gpu: pd.DataFrame | None = None) -> pd.DataFrame:
     ops = ops.sort_values(["key", "n"], ascending=[True, False]).drop_duplicates("key").set_index("key")["op"]
     table = first.join(stats)
     table["op"] = ops.reindex(table.index).astype(str).to_numpy()
-    total = float(g["dur"].sum())
+    total = float(trace.gpu["dur"].sum())
     table["share"] = table["total_ns"] / total if total else 0.0
     table = table.reset_index().sort_values(["total_ns", "key"], ascending=[False, True], kind="stable")
     for col in ("short", "full_name", "key", "op"):

@@ -142,3 +142,19 @@ def test_help_and_python_dash_m():
     assert result.returncode == 0
     for command in ("summary", "open", "diff", "capture"):
         assert f"    {command} " in result.stdout
+
+
+def test_filtered_shares_stay_shares_of_the_whole_trace():
+    doc = json.loads(kerneltui("summary", EAGER, "--filter", "clamp", "--format", "json").stdout)
+    assert [(k["short"], k["kind"], round(k["share"], 3)) for k in doc["kernels"]] == [
+        ("vectorized_elementwise_kernel<launch_clamp_scalar>[f32]", "kernel", 0.466)
+    ]
+
+
+@pytest.mark.parametrize("command", [["summary", EAGER], ["diff", EAGER, EAGER]])
+@pytest.mark.parametrize("top", ["0", "-1", "x"])
+def test_top_must_be_a_positive_number(command, top):
+    result = kerneltui(*command, "--top", top, "--format", "json")
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert "argument --top:" in result.stderr.splitlines()[-1]

@@ -217,3 +217,15 @@ def test_to_dict_is_plain_data():
 )
 def test_fused_op_names(name, ops):
     assert fused_ops(name) == ops
+
+
+@pytest.mark.parametrize("gpu_side", ["A", "B"])
+def test_a_side_without_gpu_work_is_said_not_divided_by(tmp_path, gpu_side):
+    """A CPU-only capture (or an empty trace) against a GPU trace: a verdict, not a ZeroDivisionError."""
+    empty = tmp_path / "empty.json"
+    empty.write_text('{"traceEvents": []}')
+    real = load_trace(PROJECT_TRACES / "add_relu_1M_eager.json.gz")
+    a, b = (real, load_trace(empty)) if gpu_side == "A" else (load_trace(empty), real)
+    d = diff_traces(a, b)
+    other = "B" if gpu_side == "A" else "A"
+    assert d.verdict.text == f"{other} ran no GPU work in its calls: no GPU time to compare."

@@ -220,3 +220,11 @@ def test_worker_processes_decode_exactly_what_one_process_does(monkeypatch):
     assert [sequential.lanes.loc[i, ["pid", "tid"]].tolist() for i in sequential.events["lane"][:100]] == [
         parallel.lanes.loc[i, ["pid", "tid"]].tolist() for i in parallel.events["lane"][:100]
     ]
+
+
+def test_a_file_cut_off_before_its_first_event_is_an_error(tmp_path):
+    path = tmp_path / "cut.json.gz"
+    path.write_bytes((PROJECT_TRACES / "add_relu_1M_eager.json.gz").read_bytes()[:500])
+    with pytest.raises(TraceError) as info:
+        load_trace(path)
+    assert str(info.value) == f"{path} is cut off before its first complete event: nothing to load"
