@@ -106,13 +106,18 @@ def run(request: Request) -> int:
             for mode in request.modes
         ]
         _refuse_overwrites([path for _, _, path in plan], request.force)
+        try:
+            request.out_dir.mkdir(parents=True, exist_ok=True)
+        except (FileExistsError, NotADirectoryError):
+            raise UserError(f"-o {request.out_dir}: not a directory (traces are written into a directory)") from None
+        except PermissionError:
+            raise UserError(f"-o {request.out_dir}: permission denied") from None
         if not cuda:
             print(
                 "kerneltui: warning: CUDA is not available: capturing on the CPU, "
                 "so the traces will have no GPU kernels",
                 file=sys.stderr,
             )
-        request.out_dir.mkdir(parents=True, exist_ok=True)
         settings = profiling.Settings(
             request.warmup, request.steps, request.compile_mode, request.with_stack, request.profile_memory
         )

@@ -341,3 +341,12 @@ def test_on_a_gpu_compiled_add_relu_runs_one_kernel_per_call_instead_of_two(tmp_
     assert (eager.launches_per_iteration, compiled.launches_per_iteration) == (2, 1)
     assert eager.iterations == compiled.iterations == 3
     assert compiled.gpu_ns_per_iteration < eager.gpu_ns_per_iteration
+
+
+def test_an_output_path_that_is_a_file_is_one_line_and_exit_2(tmp_path):
+    not_a_dir = tmp_path / "trace.json.gz"
+    not_a_dir.write_bytes(b"precious")
+    rc, _, err = capture(str(EXAMPLES / "add_relu.py"), "--modes", "eager", "-o", str(not_a_dir))
+    assert rc == 2
+    assert err == f"kerneltui: -o {not_a_dir}: not a directory (traces are written into a directory)\n"
+    assert not_a_dir.read_bytes() == b"precious"
