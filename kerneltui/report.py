@@ -52,9 +52,11 @@ def headline(s: TraceSummary) -> list[str]:
         f"GPU work    {plural(s.launches, 'launch')}: {plural(s.kernels, 'kernel')}, {s.memcpys:,} memcpy,"
         f" {s.memsets:,} memset; {s.distinct_kernels} distinct; {plural(s.streams, 'stream')}",
         f"per {unit:<7} {plural(s.launches_per_iteration, 'launch')}, {fmt_ns(s.gpu_ns_per_iteration)} GPU,"
-        f" {fmt_ns(s.cpu_ns_per_iteration)} CPU (median)",
+        + (f" {fmt_ns(s.cpu_ns_per_iteration)} CPU (median)" if s.cpu_recorded else " CPU not recorded"),
         f"{unit}s{' ' * (10 - len(unit))} {s.iterations} ({s.iteration_source})",
-        f"CPU ops     {fmt_ns(s.cpu_ns)} in top-level ops",
+        f"CPU ops     {fmt_ns(s.cpu_ns)} in top-level ops"
+        if s.cpu_recorded
+        else "CPU ops     not recorded (the profile has CUDA activity only)",
     ]
     if s.capture:
         lines.append(f"captured    {describe_capture(s.capture)}")

@@ -144,7 +144,7 @@ def _side(label: str, trace: Trace, traffic: Traffic) -> SideFacts:
         kernels=kernels,
         gpu_ns=s.gpu_ns_per_iteration,
         busy_share=s.busy_share,
-        cpu_ns=s.cpu_ns_per_iteration,
+        cpu_ns=s.cpu_ns_per_iteration if s.cpu_recorded else math.nan,  # CUDA-only: unknown, not 0
         bytes=per_call,
         bytes_known_share=traffic.known_share,
         largest_tensor=largest_tensor,

@@ -39,6 +39,7 @@ class TraceSummary:
     cpu_ns_per_iteration: float  # median over iterations (the first absorbs profiler start-up)
     streams: int
     truncated: bool
+    cpu_recorded: bool  # False for CUDA-activity-only traces: CPU times are unknown, not zero
     warnings: tuple[str, ...] = ()
     capture: dict | None = None
     per_iteration: tuple[dict, ...] = field(default_factory=tuple)
@@ -82,6 +83,7 @@ def summarize(trace: Trace) -> TraceSummary:
         cpu_ns_per_iteration=float(counted["cpu_ns"].median()) if len(counted) else 0.0,
         streams=int(g[["device", "stream"]].drop_duplicates().shape[0]),
         truncated=trace.meta.truncated,
+        cpu_recorded=bool((trace.events["kind"].to_numpy() == Kind.CPU_OP).any()),
         warnings=trace.meta.warnings,
         capture=trace.meta.capture,
         per_iteration=tuple(counted.to_dict("records")),

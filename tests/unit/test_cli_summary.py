@@ -158,3 +158,9 @@ def test_top_must_be_a_positive_number(command, top):
     assert result.returncode == 2
     assert result.stdout == ""
     assert "argument --top:" in result.stderr.splitlines()[-1]
+
+
+def test_cuda_only_traces_say_cpu_time_was_not_recorded():
+    lines = kerneltui("summary", str(shared_trace("add_relu_1M_eager_cudaonly"))).stdout.splitlines()
+    assert lines[4] == "per call    2 launches, 4.58µs GPU, CPU not recorded"
+    assert lines[6] == "CPU ops     not recorded (the profile has CUDA activity only)"

@@ -229,3 +229,9 @@ def test_a_side_without_gpu_work_is_said_not_divided_by(tmp_path, gpu_side):
     d = diff_traces(a, b)
     other = "B" if gpu_side == "A" else "A"
     assert d.verdict.text == f"{other} ran no GPU work in its calls: no GPU time to compare."
+
+
+def test_cuda_only_traces_have_unknown_cpu_time_not_zero():
+    d = diff_traces(trace("add_relu_1M_eager_cudaonly"), trace("add_relu_1M_compiled_cudaonly"))
+    assert d.a.cpu_ns != d.a.cpu_ns and d.b.cpu_ns != d.b.cpu_ns  # NaN: not recorded
+    assert d.ratios["cpu_ns"] != d.ratios["cpu_ns"]
