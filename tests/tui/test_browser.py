@@ -131,11 +131,13 @@ async def test_sort_keys_each_column_and_reverse():
             await pilot.press(key)
             assert table.sort_column == column
         assert rows(table)[0][-1] == "aten::add"
-        await pilot.press("v", "3")  # launch list: duration, longest first
+        await pilot.press("v", "2")  # launch list: keys follow its columns; 2 = duration, longest first
         assert launches.sort_column == "dur" and rows(launches)[0][1] == "191.2µs"
-        for key, column in zip("12456", ("name", "start", "stream", "step", "op")):
+        for key, column in zip("13456", ("start", "stream", "step", "name", "op")):
             await pilot.press(key)
             assert launches.sort_column == column
+        ops = [r[-1] for r in rows(launches)]
+        assert ops == sorted(ops, key=str.lower) and ops[0] == "aten::add"  # by op name, not op code
 
 
 async def test_noise_toggles_hide_and_show_with_counts():
@@ -319,3 +321,18 @@ async def test_timeline_keys_when_focused():
         assert timeline.window[1] - timeline.window[0] == 3 * 191_199
         await pilot.press("w")
         assert timeline.window == timeline.bounds
+
+
+async def test_a_trace_without_gpu_work_says_so(tmp_path):
+    import gzip
+    import json
+
+    doc = json.loads(gzip.decompress((PROJECT_TRACES / "add_relu_1M_eager.json.gz").read_bytes()))
+    doc["traceEvents"] = [e for e in doc["traceEvents"] if e.get("cat") != "kernel"]
+    path = tmp_path / "cpu_only.json"
+    path.write_text(json.dumps(doc, indent=2))
+    async with opened(path, size=(120, 30)) as (app, pilot):
+        _, table, _, _ = parts(app)
+        text = "\n".join(screen_text(table))
+        assert " no GPU work in this trace: was CUDA profiled?" in text
+        assert "no kernel matches the filter" not in text

@@ -51,8 +51,12 @@ SORT_KEYS = ("name", "count", "total", "mean", "share", "op")  # what keys 1..6 
 DESCENDING_FIRST = frozenset({"count", "total", "mean", "min", "max", "share"})
 
 
+NO_MATCH = "no kernel matches the filter"
+NO_GPU_WORK = "no GPU work in this trace: was CUDA profiled?"
+
+
 class KernelTable(VirtualTable):
-    empty_text = "no kernel matches the filter"
+    empty_text = NO_MATCH
     full_names: reactive[bool] = reactive(False)
 
     def __init__(self, columns: Sequence[Column] = KERNEL_COLUMNS,
@@ -76,6 +80,8 @@ class KernelTable(VirtualTable):
             self._natural: dict[str, int] = {}
         self._rows = np.arange(len(stats)) if rows is None else np.asarray(rows, np.int64)
         self._natural = {}
+        # an empty table means "filtered out" only when there was something to filter
+        self.empty_text = NO_MATCH if len(stats) else NO_GPU_WORK
         self._apply_sort()
         self._restore(key)
 

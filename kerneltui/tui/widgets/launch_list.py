@@ -32,7 +32,7 @@ LAUNCH_COLUMNS = (
     Column("name", "Kernel", 0, middle=True, flex=2),
     Column("op", "Launched by", 0, show_from=72),
 )
-SORT_KEYS = ("name", "start", "dur", "stream", "step", "op")  # what keys 1..6 sort by
+SORT_KEYS = ("start", "dur", "stream", "step", "name", "op")  # keys 1..6: the columns, left to right
 DESCENDING_FIRST = frozenset({"dur"})
 
 
@@ -52,6 +52,7 @@ class LaunchList(VirtualTable):
     def set_source(self, kernels: Kernels, browse: Browse | None) -> None:
         self.kernels, self.browse = kernels, browse
         trace = kernels.trace
+        self.empty_text = "no launch matches the filter" if len(trace.gpu) else "no GPU work in this trace"
         ev, g = trace.events, trace.gpu
         self._ev_ts, self._ev_dur = ev["ts"].to_numpy(), ev["dur"].to_numpy()
         self._ev_name, self._ev_kind, self._ev_lane = ev["name"].to_numpy(), ev["kind"].to_numpy(), ev["lane"].to_numpy()
@@ -174,8 +175,9 @@ class LaunchList(VirtualTable):
             return np.where(gpu, self._stream[safe], 1 << 40)
         if column == "step":
             return np.where(gpu, self._iteration[safe], 1 << 40)
-        if column == "op":
-            return np.where(gpu, self._op[safe], 1 << 40)
+        if column == "op":  # alphabetical by op name; CPU events (no op) after
+            rank = np.argsort(np.argsort(np.char.lower(np.array(self._op_names, dtype=str)), kind="stable"))
+            return np.where(gpu, rank[self._op[safe]], 1 << 40)
         # name: rank of the displayed name among kernel names (CPU events after, by their name)
         names = self.kernels.key_full if self.full_names else self.kernels.key_short
         rank = np.argsort(np.argsort(np.char.lower(np.array(names, dtype=str)), kind="stable"))
