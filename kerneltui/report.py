@@ -12,7 +12,7 @@ import pandas as pd
 from kerneltui.trace.model import Trace
 from kerneltui.trace.schema import KIND_LABEL, Kind
 from kerneltui.trace.summary import TraceSummary
-from kerneltui.units import ellipsize, fmt_ns, fmt_share
+from kerneltui.units import ellipsize, fmt_ns, fmt_share, middle_ellipsize
 
 LAUNCH_COLUMNS = ["ts_ns", "dur_ns", "device", "stream", "kind", "short", "full_name", "op", "launch", "iteration", "step"]
 
@@ -88,13 +88,13 @@ def kernel_table_text(kernels: pd.DataFrame, width: int, full_names: bool = Fals
         op_width = max(4, width - name_width - len(NUMBERS_HEAD) - 2)
         lines = [f"{'kernel':<{name_width}} {NUMBERS_HEAD} op"]
         for r in kernels.itertuples(index=False):
-            name = ellipsize(getattr(r, name_col), name_width)
+            name = middle_ellipsize(getattr(r, name_col), name_width)
             lines.append(f"{name:<{name_width}} {_numbers(r)} {ellipsize(r.op, op_width)}".rstrip())
         return lines
     op_width = width - len(NUMBERS_HEAD) - 3
     lines = [f"{'kernel':<{op_width + 2}} {NUMBERS_HEAD}", "  launched by"]
     for r in kernels.itertuples(index=False):
-        lines.append(ellipsize(getattr(r, name_col), width))
+        lines.append(middle_ellipsize(getattr(r, name_col), width))
         lines.append(f"  {ellipsize(r.op, op_width):<{op_width}} {_numbers(r)}")
     return lines
 
@@ -116,7 +116,7 @@ def launch_table_text(launches: pd.DataFrame, width: int, full_names: bool = Fal
         it = str(r.step if r.step >= 0 else (r.iteration + 1 if r.iteration >= 0 else "-"))
         lines.append(
             f"{fmt_ns(r.ts_ns):>10} {fmt_ns(r.dur_ns):>8} {r.stream:>4} {it:>4} "
-            f"{ellipsize(getattr(r, name_col), name_width):<{name_width}} {ellipsize(r.op, op_width)}".rstrip()
+            f"{middle_ellipsize(getattr(r, name_col), name_width):<{name_width}} {ellipsize(r.op, op_width)}".rstrip()
         )
     return lines
 

@@ -37,3 +37,11 @@ def ellipsize(text: str, width: int) -> str:
     if width <= 0:
         return ""
     return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def middle_ellipsize(text: str, width: int) -> str:
+    """Keep the head and the (longer) tail, where kernel names differ: `vectorize…CUDAKernelImpl>[bf16]`."""
+    if len(text) <= width or width < 8:
+        return ellipsize(text, width)
+    head = (width - 1) // 3
+    return text[:head] + "…" + text[len(text) - (width - 1 - head):]

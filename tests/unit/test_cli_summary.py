@@ -89,6 +89,10 @@ def test_launch_list_as_table():
     assert lines[-7].split() == ["start", "dur", "strm", "step", "kernel", "op"]
     assert [line.split()[-1] for line in lines[-6:]] == ["aten::add", "aten::clamp_min"] * 3
     assert [line.split()[3] for line in lines[-6:]] == ["1", "1", "2", "2", "3", "3"]
+    # names are cut in the middle, where they differ at the end
+    assert [line.split()[4] for line in lines[-2:]] == [
+        "vectorized…<CUDAFunctor_add>[f32]", "vectorized…nch_clamp_scalar>[f32]"
+    ]
 
 
 def test_a_trace_without_gpu_work_says_so(tmp_path):

@@ -31,7 +31,7 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from kerneltui.units import ellipsize
+from kerneltui.units import ellipsize, middle_ellipsize
 
 
 @dataclass(frozen=True)
@@ -275,10 +275,3 @@ def _fit(text: str, width: int, align: str, middle: bool = False) -> str:
     text = middle_ellipsize(text, width) if middle else ellipsize(text, width)
     return text.rjust(width) if align == "right" else text.ljust(width)
 
-
-def middle_ellipsize(text: str, width: int) -> str:
-    """Keep the head and the (longer) tail: `vectorize…CUDAKernelImpl>[bf16]`."""
-    if len(text) <= width or width < 8:
-        return ellipsize(text, width)
-    head = (width - 1) // 3
-    return text[:head] + "…" + text[len(text) - (width - 1 - head):]
