@@ -12,7 +12,7 @@ import pandas as pd
 from kerneltui.trace.model import Trace
 from kerneltui.trace.schema import KIND_LABEL, Kind
 from kerneltui.trace.summary import TraceSummary
-from kerneltui.units import ellipsize, fmt_ns, fmt_share, middle_ellipsize
+from kerneltui.units import ellipsize, fmt_ns, fmt_share, middle_ellipsize, plural
 
 LAUNCH_COLUMNS = ["ts_ns", "dur_ns", "device", "stream", "kind", "short", "full_name", "op", "launch", "iteration", "step"]
 
@@ -35,12 +35,6 @@ def launches_frame(trace: Trace, gpu: pd.DataFrame) -> pd.DataFrame:
             "step": gpu["step"].to_numpy(),
         }
     )
-
-
-def plural(n: float, word: str) -> str:
-    ending = "es" if word.endswith("ch") else "s"
-    number = f"{int(n):,}" if float(n).is_integer() else f"{n:,.1f}"
-    return f"{number} {word}" if n == 1 else f"{number} {word}{ending}"
 
 
 def headline(s: TraceSummary) -> list[str]:

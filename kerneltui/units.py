@@ -19,6 +19,13 @@ def fmt_ns(ns: float) -> str:
     return f"{ns / 1e9:.2f}s"
 
 
+def plural(n: float, word: str) -> str:
+    """'1 launch', '2 launches', '1,234 kernels'."""
+    ending = "es" if word.endswith(("ch", "sh", "s", "x")) else "s"
+    number = f"{int(n):,}" if float(n).is_integer() else f"{n:,.1f}"
+    return f"{number} {word}" if n == 1 else f"{number} {word}{ending}"
+
+
 def fmt_bytes(n: float) -> str:
     if n is None or n < 0:
         return "–"

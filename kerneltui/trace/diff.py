@@ -20,6 +20,7 @@ from kerneltui.trace.model import Trace
 from kerneltui.trace.schema import Kind
 from kerneltui.trace.summary import summarize
 from kerneltui.trace.traffic import Traffic, compute_traffic
+from kerneltui.units import plural
 
 # The profiler inflates CPU time per op several-fold, so a side counts as
 # launch-bound only when its GPU time is under this share of its CPU time.
@@ -232,10 +233,6 @@ def _facts(a: SideFacts, b: SideFacts, matches: pd.DataFrame) -> list[str]:
     return facts
 
 
-def _plural(n: int, unit: str) -> str:
-    return f"{n} {unit}" if n == 1 else f"{n} {unit}s"
-
-
 def _notes(ta: Trace, tb: Trace, a: SideFacts, b: SideFacts) -> list[str]:
     notes = []
     if a.device != b.device:
@@ -254,12 +251,12 @@ def _notes(ta: Trace, tb: Trace, a: SideFacts, b: SideFacts) -> list[str]:
         notes.append(f"{missing}: no with_stack: nn.Module regions not used for matching")
     if a.iterations != b.iterations or a.iteration_source != b.iteration_source:
         notes.append(
-            f"{_plural(a.iterations, a.unit)} ({a.iteration_source}) vs {_plural(b.iterations, b.unit)}"
+            f"{plural(a.iterations, a.unit)} ({a.iteration_source}) vs {plural(b.iterations, b.unit)}"
             f" ({b.iteration_source}): compared per step/call"
         )
     if a.iterations < MIN_CALLS_FOR_CPU or b.iterations < MIN_CALLS_FOR_CPU:
         notes.append(
-            f"CPU time: only {_plural(min(a.iterations, b.iterations), b.unit)}, and the first absorbs profiler start-up"
+            f"CPU time: only {plural(min(a.iterations, b.iterations), b.unit)}, and the first absorbs profiler start-up"
         )
     elif a.cpu_ns <= 0 or b.cpu_ns <= 0:
         notes.append("CPU time: a trace has no CPU ops (CUDA activity only)")

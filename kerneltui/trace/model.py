@@ -19,7 +19,7 @@ from kerneltui.trace.frames import innermost_frames, sources
 from kerneltui.trace.iterations import Iterations, find_iterations
 from kerneltui.trace.link import OpStack, gpu_table
 from kerneltui.trace.load import RawTrace, read_trace
-from kerneltui.trace.schema import GPU_WORK, Kind, TraceMeta
+from kerneltui.trace.schema import Kind, TraceMeta
 
 STACK_KINDS = (Kind.CPU_OP, Kind.ANNOTATION, Kind.RUNTIME, Kind.DRIVER)
 
@@ -121,10 +121,6 @@ class Trace:
         if at < 0:
             return None
         return orjson.loads(self.shapes_blob[at : at + int(self.events["shapes_len"].iat[row])])
-
-    @property
-    def gpu_work_count(self) -> int:
-        return int(np.isin(self.events["kind"].to_numpy(), GPU_WORK).sum())
 
 
 def _lanes(raw: RawTrace) -> pd.DataFrame:

@@ -205,7 +205,7 @@ def _thread_label(lanes: pd.DataFrame, lane: int) -> str:
     row = lanes.iloc[lane]
     thread = str(row["thread"])
     if "autograd" in thread:
-        return f"CPU autograd"
+        return "CPU autograd"
     return f"CPU t{row['tid']}"
 
 

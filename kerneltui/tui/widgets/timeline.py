@@ -402,7 +402,7 @@ class Timeline(Widget, can_focus=True):
         self._cache_key = None
 
     def _draw(self) -> list[Strip]:
-        width, plot = self.size.width, self._plot_width()
+        plot = self._plot_width()
         grid = Grid.of(self.window, plot)
         w0, w1 = self.window
         axis_label = self.origin_label or f"span {fmt_ns(w1 - w0)}"
