@@ -102,7 +102,7 @@ def diff_traces(a: Trace, b: Trace) -> TraceDiff:
         name: _ratio(getattr(side_b, name), getattr(side_a, name))
         for name in ("launches", "kernels", "gpu_ns", "cpu_ns", "bytes", "transfers")
     }
-    notes = _notes(a, b, side_a, side_b)
+    notes = _notes(a, b, side_a, side_b) + _unrelated(matches)
     cpu_ok = side_a.iterations >= MIN_CALLS_FOR_CPU and side_b.iterations >= MIN_CALLS_FOR_CPU and (
         side_a.cpu_ns > 0 and side_b.cpu_ns > 0
     )
@@ -231,6 +231,18 @@ def _facts(a: SideFacts, b: SideFacts, matches: pd.DataFrame) -> list[str]:
         if round(row.a_count, 1) != round(row.b_count, 1):
             facts.append(f"{row.name}: {_count(row.a_count)} launches → {_count(row.b_count)}")
     return facts
+
+
+def _unrelated(matches: pd.DataFrame) -> list[str]:
+    """Say so when nothing ties the two sides together: they may be different workloads."""
+    paired = matches[matches["kind"].isin(["same", "fused", "op"])] if len(matches) else matches
+    if not len(matches) or not len(paired):
+        return [] if not len(matches) else ["no kernel of A matched one of B: different workloads?"]
+    # every trace has steps or calls: only a named region (annotation, nn.Module) ties two sides
+    named_region = ~paired["region"].isin(["", "call", "step", "step/call"])
+    if (paired["kind"] == "same").any() or (paired["confidence"] == "high").any() or named_region.any():
+        return []
+    return ["no kernel, op or region in common, only guesses: A and B may be different workloads"]
 
 
 def _notes(ta: Trace, tb: Trace, a: SideFacts, b: SideFacts) -> list[str]:

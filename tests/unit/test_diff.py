@@ -235,3 +235,10 @@ def test_cuda_only_traces_have_unknown_cpu_time_not_zero():
     d = diff_traces(trace("add_relu_1M_eager_cudaonly"), trace("add_relu_1M_compiled_cudaonly"))
     assert d.a.cpu_ns != d.a.cpu_ns and d.b.cpu_ns != d.b.cpu_ns  # NaN: not recorded
     assert d.ratios["cpu_ns"] != d.ratios["cpu_ns"]
+
+
+def test_unrelated_workloads_are_called_out():
+    d = diff_traces(trace("mlp_bf16_eager"), trace("norm_chain_compiled"))
+    assert d.notes[-1] == "no kernel, op or region in common, only guesses: A and B may be different workloads"
+    for workload in ("add_relu_100", "norm_chain", "mlp_bf16"):
+        assert not any("different workloads" in n for n in pair(workload).notes)
