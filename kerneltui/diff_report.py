@@ -129,7 +129,7 @@ def as_table(d: TraceDiff, top: int | None = None) -> str:
     if top is not None and len(d.matches) > top:
         lines.append(f"… {len(d.matches) - top} more (--top)")
     if (d.matches["a_above_peak"] | d.matches["b_above_peak"]).any():
-        lines.append(f"{ABOVE_PEAK} above the device's peak bandwidth: the data sat in cache (L2)")
+        lines.append(f"{ABOVE_PEAK} above the device's peak bandwidth (the row, or a kernel in it): data sat in L2")
     if d.notes:
         lines += ["", "not compared:"]
         for note in d.notes:

@@ -39,7 +39,7 @@ FUSED = re.compile(r"^triton_[a-z]+_fused_(?P<ops>.+?)_\d+$")
 HIDDEN_REGIONS = ("## ", "ProfilerStep#", "Optimizer.step#", "OptimizedModule")
 MATCH_COLUMNS = ["kind", "name", "a_name", "b_name", "a_keys", "b_keys", "a_count", "b_count", "a_ns", "b_ns",
                  "delta_ns", "a_bytes", "b_bytes", "a_flops", "b_flops", "a_dtype", "b_dtype", "a_largest",
-                 "b_largest", "confidence", "reason", "region"]
+                 "b_largest", "a_max_gbs", "b_max_gbs", "confidence", "reason", "region"]
 KIND_ORDER = {"same": 0, "renamed": 1, "fused": 2, "op": 3, "only A": 4, "only B": 5}
 
 
@@ -282,7 +282,17 @@ def _row(kind, a: pd.DataFrame, b: pd.DataFrame, confidence, reason, unit, name=
     regions = set().union(*a["regions"], *b["regions"]) if len(a) or len(b) else set()
     shared = _shared(a["regions"], b["regions"]) if len(a) and len(b) else regions
     a_ns, b_ns = total(a, "total_ns"), total(b, "total_ns")
+
+    def fastest(frame) -> float:
+        """The highest bandwidth among the kernels (bytes per ns = GB/s): a sum can hide one above peak."""
+        if not len(frame):
+            return np.nan
+        gbs = frame["bytes"].to_numpy(np.float64) / np.where(frame["total_ns"] > 0, frame["total_ns"], np.nan)
+        return float(np.nanmax(gbs)) if np.isfinite(gbs).any() else np.nan
+
     return {
+        "a_max_gbs": fastest(a),
+        "b_max_gbs": fastest(b),
         "kind": kind,
         "name": name,
         "a_name": a_name,

@@ -64,7 +64,7 @@ async def test_example_pair_says_plainly_two_kernels_to_one_and_five_transfers_t
         assert table.row_count() == 1
         assert table.cells(0) == [
             "triton_poi_fused_add_relu_0 ← add + relu", "fused·high", "2 → 1", "4.26 → 2.53", "-1.73",
-            "20.0 MB → 12.0 MB", "4,699 GB/s 98% → 4,747 GB/s 99%",
+            "20.0 MB → 12.0 MB", "4,699 GB/s 98%! → 4,747 GB/s 99%",
         ]
         detail = text_of(app, "#match-detail")
         assert detail.startswith("fused · high: Inductor named it for add_relu; A's kernels were launched by add, relu")
