@@ -72,3 +72,29 @@ def test_binding_ids_are_unique():
 
 def test_every_binding_is_exercised_by_a_test():
     assert {b.id for b in all_bindings()} == set(COVERED)
+
+
+def test_each_named_test_exists_and_presses_one_of_the_bindings_keys():
+    """COVERED must not drift: the test it names is there, and its body presses the binding's key."""
+    import ast
+    from pathlib import Path
+
+    here = Path(__file__).parent
+    sources = {p.name: p.read_text() for p in here.glob("test_*.py")}
+    bodies = {}
+    for name, text in sources.items():
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                bodies[f"{name}::{node.name}"] = {
+                    c.value for c in ast.walk(node) if isinstance(c, ast.Constant) and isinstance(c.value, str)
+                }
+    for binding in all_bindings():
+        where = COVERED[binding.id]
+        qualified = where if "::" in where else f"test_browser.py::{where}"
+        assert qualified in bodies, f"{binding.id}: no test {qualified}"
+        keys = {k.strip() for k in binding.key.split(",")}
+        strings = bodies[qualified]
+        # a key pressed by name ("ctrl+q"), or one of a string of keys pressed in a loop ("3456")
+        pressed = any(k in strings or (len(k) == 1 and any(k in s and len(s) <= 8 and " " not in s for s in strings))
+                      for k in keys)
+        assert pressed, (binding.id, keys, qualified)
