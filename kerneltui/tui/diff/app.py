@@ -7,38 +7,18 @@ parameter so tests can pass prepared traces.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 
-from textual import on, work
-from textual.app import App
-from textual.binding import Binding
+from textual import work
 from textual.message import Message
-from textual.worker import Worker, WorkerState, get_current_worker
+from textual.worker import get_current_worker
 
 from kerneltui.errors import TraceError, UserError
-from kerneltui.trace.model import Trace, load_trace
+from kerneltui.trace.model import load_trace
 from kerneltui.tui.diff.model import DiffView, build_view
 from kerneltui.tui.diff.screen import DiffScreen
+from kerneltui.tui.loading_app import Loader, LoadingApp
+from kerneltui.tui.messages import LoadProgress, LoadStage
 from kerneltui.tui.screens.loading import LoadingScreen
-
-Loader = Callable[..., Trace]
-
-
-class DiffProgress(Message):
-    """Share of both files read (0..1); a newer one replaces an unprocessed older one."""
-
-    def __init__(self, fraction: float) -> None:
-        super().__init__()
-        self.fraction = fraction
-
-    def can_replace(self, message: Message) -> bool:
-        return isinstance(message, DiffProgress)
-
-
-class DiffStage(Message):
-    def __init__(self, text: str) -> None:
-        super().__init__()
-        self.text = text
 
 
 class DiffReady(Message):
@@ -47,19 +27,13 @@ class DiffReady(Message):
         self.view = view
 
 
-class DiffApp(App):
+class DiffApp(LoadingApp):
     CSS_PATH = "diff.tcss"
     TITLE = "kerneltui diff"
-    ENABLE_COMMAND_PALETTE = False
-    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]
-    VERTICAL_BREAKPOINTS = [(0, "-short"), (36, "-tall")]
-    BINDINGS = [Binding("ctrl+q", "quit", "Quit", show=False, id="app.quit")]
 
     def __init__(self, a: str, b: str, loader: Loader = load_trace) -> None:
-        super().__init__()
+        super().__init__(loader)
         self.paths = (a, b)
-        self.loader = loader
-        self.error: str | None = None
 
     def on_mount(self) -> None:
         self.push_screen(LoadingScreen(f"{self.paths[0]}  vs  {self.paths[1]}"))
@@ -71,40 +45,16 @@ class DiffApp(App):
         worker = get_current_worker()
         traces = []
         for i, path in enumerate(self.paths):
-            traces.append(self.loader(path, progress=lambda f, i=i: self.post_message(DiffProgress((i + f) / 2))))
+            traces.append(self.loader(path, progress=lambda f, i=i: self.post_message(LoadProgress((i + f) / 2))))
             if worker.is_cancelled:
                 return
-        self.post_message(DiffStage("matching kernels"))
+        self.post_message(LoadStage("matching kernels"))
         view = build_view(*traces)
         if not worker.is_cancelled:
             self.post_message(DiffReady(view))
 
-    def on_diff_progress(self, message: DiffProgress) -> None:
-        if isinstance(self.screen, LoadingScreen):
-            self.screen.progress(message.fraction)
-
-    def on_diff_stage(self, message: DiffStage) -> None:
-        if isinstance(self.screen, LoadingScreen):
-            self.screen.stage(message.text)
-
     def on_diff_ready(self, message: DiffReady) -> None:
         self.switch_screen(DiffScreen(message.view))
-
-    @on(Worker.StateChanged)
-    def _worker_changed(self, event: Worker.StateChanged) -> None:
-        if event.state != WorkerState.ERROR:
-            return
-        error = event.worker.error
-        if isinstance(error, UserError):
-            # the CLI's one line, on screen; quitting exits 2 and prints it again for the shell
-            self.error = str(error)
-            if isinstance(self.screen, LoadingScreen):
-                self.screen.failed(self.error)
-            return
-        raise error  # our bug: let Textual show the traceback
-
-    def action_quit(self) -> None:
-        self.exit(return_code=2 if self.error else 0)
 
 
 def build_app(a: str, b: str, loader: Loader = load_trace) -> DiffApp:

@@ -1,0 +1,56 @@
+"""What both apps share: a loading screen fed by a thread worker, and load errors as the CLI words them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from textual import on
+from textual.app import App
+from textual.binding import Binding
+from textual.worker import Worker, WorkerState
+
+from kerneltui.errors import UserError
+from kerneltui.trace.model import Trace
+from kerneltui.tui.messages import LoadProgress, LoadStage
+from kerneltui.tui.screens.loading import LoadingScreen
+
+Loader = Callable[..., Trace]
+
+
+class LoadingApp(App):
+    """Subclasses push a LoadingScreen, start a thread worker that posts LoadProgress/LoadStage."""
+
+    ENABLE_COMMAND_PALETTE = False
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (36, "-tall")]
+    BINDINGS = [Binding("ctrl+q", "quit", "Quit", show=False, id="app.quit")]
+
+    def __init__(self, loader: Loader) -> None:
+        super().__init__()
+        self.loader = loader
+        self.error: str | None = None
+
+    def on_load_progress(self, message: LoadProgress) -> None:
+        if isinstance(self.screen, LoadingScreen):
+            self.screen.progress(message.fraction)
+
+    def on_load_stage(self, message: LoadStage) -> None:
+        if isinstance(self.screen, LoadingScreen):
+            self.screen.stage(message.text)
+
+    @on(Worker.StateChanged)
+    def _worker_changed(self, event: Worker.StateChanged) -> None:
+        if event.state != WorkerState.ERROR:
+            return
+        error = event.worker.error
+        if isinstance(error, UserError):
+            # the same one line the CLI prints, shown in the app; the exit status says it failed
+            self.error = str(error)
+            for screen in self.screen_stack:
+                if isinstance(screen, LoadingScreen) and screen.is_mounted:
+                    screen.failed(self.error)  # (not mounted yet: it shows app.error on mount)
+            return
+        raise error  # our bug: let Textual show the traceback
+
+    def action_quit(self) -> None:
+        self.exit(return_code=2 if self.error else 0)
