@@ -130,6 +130,14 @@ def _is_ident_char(c: str) -> bool:
     return c == "_" or c.isalnum()
 
 
+def _ident_end(s: str, i: int) -> int:
+    """Index just past the identifier that starts at s[i]."""
+    j = i + 1
+    while j < len(s) and _is_ident_char(s[j]):
+        j += 1
+    return j
+
+
 def _is_policy(word: str) -> bool:
     """cub's ``Policy1000``-style tuning-policy names (never a useful key)."""
     return word.startswith("Policy") and word[6:].isdigit() and len(word) > 6
@@ -172,9 +180,7 @@ def _scan_structure(s: str) -> tuple[int, int, int]:
     while i < n:
         c = s[i]
         if _is_ident_start(c):
-            j = i + 1
-            while j < n and _is_ident_char(s[j]):
-                j += 1
+            j = _ident_end(s, i)
             if s[i:j] == "operator":
                 j = _skip_operator(s, j)
             i = j
@@ -234,9 +240,7 @@ def _tokens(s: str) -> list[tuple[str, bool, bool]]:
     while i < n:
         c = s[i]
         if _is_ident_start(c):
-            j = i + 1
-            while j < n and _is_ident_char(s[j]):
-                j += 1
+            j = _ident_end(s, i)
             word = s[i:j]
             # ``Foo::operator()`` names a functor class, not a namespace.
             qualifier = s.startswith("::", j) and not (
@@ -247,9 +251,7 @@ def _tokens(s: str) -> list[tuple[str, bool, bool]]:
             i = _skip_operator(s, j) if word == "operator" else j
             joined = word != "operator"
         elif c.isdigit():
-            j = i + 1
-            while j < n and _is_ident_char(s[j]):
-                j += 1
+            j = _ident_end(s, i)
             i = j
             joined = False
         else:
