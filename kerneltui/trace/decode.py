@@ -8,50 +8,60 @@ columns at once and dropped, so no per-event Python object outlives its chunk.
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from typing import Annotated, NamedTuple
 
 import msgspec
 import numpy as np
 import orjson
-from msgspec import Raw, Struct, field
+from msgspec import Meta, Raw, Struct, field
 
+from kerneltui.trace import repair
+from kerneltui.trace.repair import Losses
 from kerneltui.trace.schema import EVENT_COLUMNS, KIND_BY_CATEGORY, Kind
 
 _NO_RAW = Raw(b"")
 
 
+# Bounded ints: a value the column's dtype cannot hold fails validation (and is dropped by
+# the repair path) instead of overflowing numpy later.
+I64 = Annotated[int, Meta(ge=-(2**63), le=2**63 - 1)]
+I32 = Annotated[int, Meta(ge=-(2**31), le=2**31 - 1)]
+I16 = Annotated[int, Meta(ge=-(2**15), le=2**15 - 1)]
+Dim = Annotated[int, Meta(ge=0, le=2**31 - 1)]
+
+
 class Args(Struct, gc=False):
-    external_id: int = field(default=-1, name="External id")
-    correlation: int = -1
-    device: int = -1
-    stream: int = -1
-    grid: tuple[int, int, int] | None = None
-    block: tuple[int, int, int] | None = None
-    registers: int = field(default=-1, name="registers per thread")
-    shared_memory: int = field(default=-1, name="shared memory")
+    external_id: I64 = field(default=-1, name="External id")
+    correlation: I64 = -1
+    device: I16 = -1
+    stream: I64 = -1
+    grid: tuple[Dim, Dim, Dim] | None = None
+    block: tuple[Dim, Dim, Dim] | None = None
+    registers: I32 = field(default=-1, name="registers per thread")
+    shared_memory: I64 = field(default=-1, name="shared memory")
     occupancy: float = field(default=math.nan, name="est. achieved occupancy %")
-    nbytes: int = field(default=-1, name="bytes")
-    alloc_bytes: int = field(default=-1, name="Bytes")
-    cbid: int = -1
-    python_id: int | None = field(default=-1, name="Python id")
-    python_parent: int | None = field(default=-1, name="Python parent id")
-    sequence: int = field(default=-1, name="Sequence number")
+    nbytes: I64 = field(default=-1, name="bytes")
+    alloc_bytes: I64 = field(default=-1, name="Bytes")
+    cbid: I32 = -1
+    python_id: I64 | None = field(default=-1, name="Python id")
+    python_parent: I64 | None = field(default=-1, name="Python parent id")
+    sequence: I64 = field(default=-1, name="Sequence number")
     kernel_hash: str = ""
     input_dims: Raw = field(default=_NO_RAW, name="Input Dims")
     input_type: Raw = field(default=_NO_RAW, name="Input type")
     # metadata events (ph M) carry their value here
     name: str = ""
     labels: str = ""
-    sort_index: int = 0
+    sort_index: I64 = 0
 
 
 class Event(Struct, gc=False):
     ph: str = ""
     cat: str = ""
     name: str = ""
-    pid: int | str = ""
-    tid: int | str = ""
-    ts: float = 0.0
+    pid: I64 | str = ""
+    tid: I64 | str = ""
+    ts: float = math.nan  # an event without a usable ts is dropped, counted
     dur: float = 0.0
     args: Args | None = None
 
@@ -65,32 +75,85 @@ _KEPT_PHASES = frozenset(("X", "i", "I"))
 OLD_EXTERNAL_ID = b'"external id"'  # torch < 1.13 spelled it so
 
 
-def decode_events(array_json) -> tuple[list[Event], int]:
-    """A JSON array of events -> (events, how many were skipped for unexpected field types).
+_EVENT_FIELDS = repair.coercers_of(Event)
+_ARGS_FIELDS = repair.coercers_of(Args)
 
-    Raises msgspec.DecodeError when the text is not JSON at all.
+
+def decode_events(array_json, losses: Losses, separator: bytes | None = None) -> list[Event]:
+    """A JSON array of events -> events, whatever it costs (counted in ``losses``).
+
+    With the line-per-event ``separator``, a chunk that is not JSON throughout is read
+    event by event, and only the events that are not JSON are lost. Without it,
+    raises msgspec.DecodeError when the text is not JSON.
     """
     if OLD_EXTERNAL_ID in (array_json.obj if isinstance(array_json, memoryview) else array_json):
         array_json = bytes(array_json).replace(OLD_EXTERNAL_ID, b'"External id"')
     try:
-        return EVENTS.decode(array_json), 0
-    except msgspec.ValidationError:
-        return events_from_items(orjson.loads(bytes(array_json)))
-
-
-def events_from_items(items: list) -> tuple[list[Event], int]:
-    """Already-parsed events, keeping those that decode (re-encoded: Raw fields need JSON text)."""
+        return EVENTS.decode(array_json)
+    except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+        if separator is not None:
+            return events_from_pieces(repair.split_events(bytes(array_json)[1:-1], separator), losses)
+        if isinstance(exc, msgspec.DecodeError):
+            raise
     try:
-        return EVENTS.decode(orjson.dumps(items)), 0
-    except msgspec.ValidationError:
-        pass
-    events, skipped = [], 0
-    for item in items:
+        items = orjson.loads(bytes(array_json))
+    except (orjson.JSONDecodeError, RecursionError):
+        items = msgspec.json.decode(array_json)  # deep nesting orjson refuses; msgspec does not
+    return events_from_items(items, losses)
+
+
+def events_from_pieces(pieces: list[bytes], losses: Losses) -> list[Event]:
+    """One JSON text per event: the typed decoder for each, the repair path for what it refuses."""
+    events = []
+    for piece in pieces:
         try:
-            events.append(_ONE_EVENT.decode(orjson.dumps(item)))
+            events.append(_ONE_EVENT.decode(piece))
+            continue
         except msgspec.ValidationError:
-            skipped += 1
-    return events, skipped
+            item = orjson_or_json(piece)
+        except msgspec.DecodeError:
+            try:
+                item = repair.load_piece(piece)  # NaN, Infinity: Python's json.dump writes them
+            except ValueError:
+                losses.events[repair.CORRUPT] += 1
+                continue
+        events.extend(events_from_items([item], losses))
+    return events
+
+
+def orjson_or_json(piece: bytes):
+    try:
+        return orjson.loads(piece)
+    except (orjson.JSONDecodeError, RecursionError):
+        return repair.load_piece(piece)
+
+
+def events_from_items(items: list, losses: Losses) -> list[Event]:
+    """Already-parsed events: decoded together, else one by one with each bad field dropped."""
+    if not isinstance(items, list):
+        raise msgspec.DecodeError("not a JSON array")
+    try:
+        return EVENTS.decode(repair.encode(items))
+    except (msgspec.ValidationError, msgspec.EncodeError, TypeError, ValueError, RecursionError):
+        pass
+    events = []
+    for item in items:
+        if not isinstance(item, dict):
+            losses.events[repair.NOT_OBJECT] += 1
+            continue
+        try:
+            events.append(_ONE_EVENT.decode(msgspec.json.encode(item)))
+            continue
+        except (msgspec.ValidationError, msgspec.EncodeError, TypeError, ValueError, RecursionError):
+            pass
+        fixed = repair.coerce_event(item, _EVENT_FIELDS, _ARGS_FIELDS, losses)
+        if fixed is None:
+            continue
+        try:
+            events.append(_ONE_EVENT.decode(msgspec.json.encode(fixed)))
+        except (msgspec.ValidationError, msgspec.EncodeError, TypeError, ValueError, RecursionError):
+            losses.events["unreadable fields"] += 1
+    return events
 
 
 class Interner:
@@ -124,12 +187,11 @@ class ChunkDecoder:
         self.flow_events = 0
         self.shape_parts: list[bytes] = []
         self.shape_offset = 0
-        self.skipped = 0
+        self.losses = Losses()
+        self.begin_end: list[Event] = []  # B/E halves, paired once all are read
 
-    def decode(self, array_json) -> dict[str, np.ndarray]:
-        events, skipped = decode_events(array_json)
-        self.skipped += skipped
-        return self.columns(events)
+    def decode(self, array_json, separator: bytes | None = None) -> dict[str, np.ndarray]:
+        return self.columns(decode_events(array_json, self.losses, separator))
 
     def merge(self, part: Partial) -> dict[str, np.ndarray]:
         """Columns decoded by another process, their codes mapped onto this decoder's tables."""
@@ -145,12 +207,14 @@ class ChunkDecoder:
         self.shape_offset += len(part.shapes)
         self.metadata.extend(part.metadata)
         self.flow_events += part.flow_events
-        self.skipped += part.skipped
+        self.losses.merge(part.losses)
+        self.begin_end.extend(part.begin_end)
         return cols
 
 
     def columns(self, events: list[Event]) -> dict[str, np.ndarray]:
         keep = [e for e in events if e.ph in _KEPT_PHASES]
+        keep = self._timed(keep)
         if len(keep) < len(events):  # metadata and flow events: few, kept aside
             for e in events:
                 if e.ph == "M":
@@ -158,6 +222,8 @@ class ChunkDecoder:
                     self.metadata.append((e.name, e.pid, e.tid, a.name, a.labels, a.sort_index))
                 elif e.ph in ("s", "f", "t"):
                     self.flow_events += 1
+                elif e.ph in ("B", "E"):
+                    self.begin_end.append(e)
         n = len(keep)
         cols: dict[str, np.ndarray] = {}
         cols["kind"] = self._kinds(keep)
@@ -192,6 +258,22 @@ class ChunkDecoder:
         _fill_values(cols, n, "kernel_hash", [i for i, _ in hashed], self.names.codes_of(h for _, h in hashed))
         self._shapes(ops, op_args, cols, n)
         return cols
+
+    def _timed(self, events: list[Event]) -> list[Event]:
+        """Events whose ts and dur fit int64 ns; a bad dur is a field lost, a bad ts the event."""
+        n = len(events)
+        ts = np.fromiter((e.ts for e in events), np.float64, n)
+        dur = np.fromiter((e.dur for e in events), np.float64, n)
+        bad_ts = ~(np.abs(ts) <= MAX_US)  # NaN included
+        bad_dur = ~((dur >= 0) & (dur <= MAX_US))
+        if bad_dur.any():
+            self.losses.fields["dur"] += int(bad_dur.sum())
+            for i in np.flatnonzero(bad_dur):
+                events[i].dur = 0.0
+        if bad_ts.any():
+            self.losses.events[repair.BAD_TIME] += int(bad_ts.sum())
+            events = [e for e, bad in zip(events, bad_ts) if not bad]
+        return events
 
     def _kinds(self, events: list[Event]) -> np.ndarray:
         n = len(events)
@@ -245,6 +327,10 @@ def kind_of(ph_is_complete: bool, category: str) -> int:
     return int(KIND_BY_CATEGORY.get(category.lower(), Kind.OTHER))
 
 
+# |ts| and dur in µs that stay exact in float64 and fit int64 ns with room to add them.
+MAX_US = float(2**52)
+
+
 class Partial(NamedTuple):
     """What a worker process sends back for one chunk."""
 
@@ -254,13 +340,14 @@ class Partial(NamedTuple):
     metadata: list
     flow_events: int
     shapes: bytes
-    skipped: int
+    losses: Losses
+    begin_end: list
 
 
-def decode_alone(array_json: bytes) -> Partial:
+def decode_alone(array_json: bytes, separator: bytes | None = None) -> Partial:
     """Decode one chunk with tables of its own (runs in a worker process)."""
     decoder = ChunkDecoder()
-    cols = decoder.decode(array_json)
+    cols = decoder.decode(array_json, separator)
     return Partial(
         cols,
         decoder.names.values(),
@@ -268,5 +355,6 @@ def decode_alone(array_json: bytes) -> Partial:
         decoder.metadata,
         decoder.flow_events,
         b"".join(decoder.shape_parts),
-        decoder.skipped,
+        decoder.losses,
+        decoder.begin_end,
     )

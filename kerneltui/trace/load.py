@@ -10,6 +10,7 @@ mid-write keeps every complete event before the cut.
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 from collections.abc import Callable, Iterable
@@ -20,11 +21,14 @@ import orjson
 
 from kerneltui.errors import TraceError
 from kerneltui.trace.blocks import BlockStream
-from kerneltui.trace.decode import ChunkDecoder, events_from_items
+from kerneltui.trace import repair
+from kerneltui.trace.begin_end import pair_begin_end
+from kerneltui.trace.decode import _ONE_EVENT, ChunkDecoder, events_from_items, events_from_pieces
+from kerneltui.trace.repair import Losses
 from kerneltui.trace.pool import ChunkPool
-from kerneltui.trace.schema import EVENT_COLUMNS, Device, TraceMeta
+from kerneltui.trace.meta import trace_meta
+from kerneltui.trace.schema import EVENT_COLUMNS, TraceMeta
 
-_ARRAY_END = re.compile(rb"\}\s*\]")
 _WS = b" \t\r\n"
 _HEADER_LIMIT = 64 << 20  # look this far for "traceEvents" before decoding the file whole
 
@@ -32,7 +36,7 @@ _HEADER_LIMIT = 64 << 20  # look this far for "traceEvents" before decoding the 
 class RawTrace:
     """What the loader produces: columns, interned strings, metadata events, top-level keys."""
 
-    def __init__(self, columns, decoder: ChunkDecoder, top: dict, truncated: bool, skipped: int):
+    def __init__(self, columns, decoder: ChunkDecoder, top: dict, truncated: bool, end_damaged: bool = False):
         self.columns: dict[str, np.ndarray] = columns
         self.names: list[str] = decoder.names.values()
         self.lanes: list[tuple] = decoder.lanes.values()
@@ -41,16 +45,27 @@ class RawTrace:
         self.shapes_blob = b"".join(decoder.shape_parts)
         self.top = top
         self.truncated = truncated
-        self.skipped = skipped
+        self.end_damaged = end_damaged  # the events are whole, what follows them is not
+        self.losses: Losses = decoder.losses
+
+    @property
+    def skipped(self) -> int:
+        return self.losses.skipped
 
 
 def read_trace(path: str | os.PathLike, progress: Callable[[float], None] | None = None) -> tuple[RawTrace, TraceMeta]:
     stream = BlockStream(path, progress)
     reader = _EventReader(stream)
     raw = reader.read()
-    if raw.truncated and not len(raw.columns["ts"]):
+    n = len(raw.columns["ts"])
+    if not n and raw.truncated:
         raise TraceError(f"{stream.path} is cut off before its first complete event: nothing to load")
-    meta = _meta(stream, raw)
+    if not n and raw.losses.skipped:
+        causes = raw.losses.events
+        if set(causes) == {repair.NOT_OBJECT}:
+            raise TraceError(f"{stream.path} is JSON but not a Chrome trace (its events are not JSON objects)")
+        raise TraceError(f"{stream.path}: no event could be read ({repair.by_cause(causes)})")
+    meta = trace_meta(stream, raw)
     return raw, meta
 
 
@@ -60,6 +75,7 @@ class _EventReader:
         self.decoder = ChunkDecoder()
         self.chunks: list[dict[str, np.ndarray]] = []
         self.pool = ChunkPool.for_stream(stream)
+        self.separator: bytes | None = None
 
     def read(self) -> RawTrace:
         blocks = iter(self.stream)
@@ -75,12 +91,12 @@ class _EventReader:
             self._drain()
             # No line-per-event layout to cut on: decode the file whole.
             return self._whole(head + b"".join(blocks))
-        start, separator = located
+        start, self.separator = located
         header = head[:start]
-        top_truncated, tail = self._events(head[start + 1 :], blocks, separator)
-        truncated = top_truncated or self.stream.cut_short
-        top = _parse_top(header, tail, truncated)
-        return self._finish(top, truncated)
+        truncated, tail = self._events(head[start + 1 :], blocks)
+        truncated = truncated or self.stream.cut_short
+        top, whole = _parse_top(header, tail)
+        return self._finish(top, truncated, end_damaged=not whole and not truncated)
 
     def _locate_array(self, head: bytes) -> tuple[int, bytes | None] | None:
         """Index of the events array's "[" and the separator that starts each event."""
@@ -107,14 +123,23 @@ class _EventReader:
             return start, None
         return start, b"\n" + indent + b"{"
 
-    def _events(self, rest: bytes, blocks: Iterable[bytes], separator: bytes) -> tuple[bool, bytes]:
+    def _events(self, rest: bytes, blocks: Iterable[bytes]) -> tuple[bool, bytes]:
         """Decode chunk by chunk; returns (cut off?, bytes after the array)."""
-        pending = rest
-        for block in blocks:
+        separator = self.separator
+        # The array's "]" starts a line indented no deeper than the events: inside an
+        # event, lines are deeper (pretty-printed) or there are none (one event a line).
+        array_end = re.compile(rb"\n[ \t]{0,%d}\]" % (len(separator) - 2))
+        pending = b""
+        for block in itertools.chain((rest,), blocks):
             # One copy per block: the chunk is decoded in place, its last comma turned into "]".
             buffer = bytearray(b"[")
             buffer += pending
             buffer += block
+            end = array_end.search(buffer, max(1, len(pending) - 256))
+            if end is not None:
+                self._decode(bytes(buffer[1 : end.start()]))
+                self._drain()
+                return False, bytes(buffer[end.end() :]) + b"".join(blocks)
             cut = buffer.rfind(separator)
             if cut <= 1:
                 pending = bytes(buffer[1:])
@@ -129,42 +154,27 @@ class _EventReader:
                 self._decode(bytes(buffer[1:cut]))
             pending = bytes(buffer[cut:])
         self._drain()
-        return self._last(pending, separator)
-
-    def _last(self, pending: bytes, separator: bytes) -> tuple[bool, bytes]:
-        if pending.lstrip(_WS)[:1] == b"]":
-            return False, pending.lstrip(_WS)[1:]
-        for end in _ARRAY_END.finditer(pending):
+        # Cut off mid-write: keep every complete event; the last one is whole only by luck.
+        pieces = repair.split_events(pending, separator)
+        if pieces:
+            last = pieces.pop()
+            self.chunks.append(self.decoder.columns(events_from_pieces(pieces, self.decoder.losses)))
             try:
-                self._decode(pending[: end.start() + 1], strict=True)
-            except msgspec.DecodeError:
-                continue
-            return False, pending[end.end() :]
-        # Cut off mid-write: keep the complete events before the last event start.
-        cut = len(pending)
-        while (cut := pending.rfind(separator, 0, cut)) >= 0:
-            try:
-                self._decode(pending[:cut], strict=True)
-                return True, b""
-            except msgspec.DecodeError:
-                continue
+                self.chunks.append(self.decoder.columns(events_from_pieces_strict(last)))
+            except ValueError:
+                pass
         return True, b""
 
-    def _decode(self, chunk: bytes, strict: bool = False) -> None:
+    def _decode(self, chunk: bytes) -> None:
         body = chunk.rstrip(_WS).rstrip(b",")
         if body.strip(_WS):
-            self._decode_array(b"[" + body + b"]", strict)
+            self._decode_array(b"[" + body + b"]")
 
-    def _decode_array(self, array_json, strict: bool = False) -> None:
-        if self.pool is not None and not strict:
-            self.pool.submit(bytes(array_json))
+    def _decode_array(self, array_json) -> None:
+        if self.pool is not None:
+            self.pool.submit(bytes(array_json), self.separator)
             return
-        try:
-            self.chunks.append(self.decoder.decode(array_json))
-        except msgspec.DecodeError:
-            if strict:
-                raise
-            raise TraceError(f"{self.stream.path}: corrupt JSON inside traceEvents") from None
+        self.chunks.append(self.decoder.decode(array_json, self.separator))
 
     def _drain(self) -> None:
         """Collect chunks decoded by worker processes, in file order."""
@@ -173,14 +183,12 @@ class _EventReader:
         try:
             for part in self.pool.results():
                 self.chunks.append(self.decoder.merge(part))
-        except msgspec.DecodeError:
-            raise TraceError(f"{self.stream.path}: corrupt JSON inside traceEvents") from None
         finally:
             self.pool.close()
             self.pool = None
 
     def _whole(self, data: bytes) -> RawTrace:
-        doc, truncated = _loads_repairing(data, self.stream.path)
+        doc, truncated = _loads_repairing(data, self.stream.path, self.decoder.losses)
         if truncated is False and self.stream.cut_short:
             truncated = True
         if isinstance(doc, list):
@@ -190,12 +198,15 @@ class _EventReader:
         else:
             raise TraceError(f"{self.stream.path} is JSON but not a Chrome trace (no traceEvents array)")
         if items:
-            events, skipped = events_from_items(items)
-            self.decoder.skipped += skipped
+            events = events_from_items(items, self.decoder.losses)
             self.chunks.append(self.decoder.columns(events))
         return self._finish(top, truncated)
 
-    def _finish(self, top: dict, truncated: bool) -> RawTrace:
+    def _finish(self, top: dict, truncated: bool, end_damaged: bool = False) -> RawTrace:
+        if self.decoder.begin_end:
+            paired = pair_begin_end(self.decoder.begin_end, self.decoder.losses)
+            self.decoder.begin_end = []
+            self.chunks.append(self.decoder.columns(paired))
         columns = {
             name: (
                 np.concatenate([c[name] for c in self.chunks])
@@ -205,86 +216,106 @@ class _EventReader:
             for name, dtype in EVENT_COLUMNS.items()
         }
         self.chunks.clear()
-        return RawTrace(columns, self.decoder, top, truncated, self.decoder.skipped)
+        return RawTrace(columns, self.decoder, top, truncated, end_damaged)
 
 
-def _parse_top(header: bytes, tail: bytes, truncated: bool) -> dict:
-    """The top-level keys besides traceEvents (deviceProperties, baseTimeNanoseconds...)."""
+def events_from_pieces_strict(piece: bytes):
+    """The last event of a cut-off file: only if it is whole JSON (else ValueError)."""
+    try:
+        return [_ONE_EVENT.decode(piece)]
+    except msgspec.ValidationError:
+        return events_from_pieces([piece], Losses())
+    except msgspec.DecodeError:
+        raise ValueError("cut off") from None
+
+
+def _parse_top(header: bytes, tail: bytes) -> tuple[dict, bool]:
+    """The top-level keys besides traceEvents, and whether the file's end is whole."""
     if not header.strip(_WS) or header.strip(_WS) == b"[":
-        return {}
-    for closing in ([b"[]" + tail] if not truncated else []) + [b"[]}"]:
+        whole = not header.strip(_WS) or tail.strip(_WS) == b""
+        return {}, whole
+    for closing, whole in ((b"[]" + tail, True), (b"[]}", False)):
         try:
             top = orjson.loads(header + closing)
-        except orjson.JSONDecodeError:
+        except (orjson.JSONDecodeError, RecursionError):
             continue
         if isinstance(top, dict):
             top.pop("traceEvents", None)
-            return top
-    return {}
+            return top, whole
+    return {}, False
 
 
-def _loads_repairing(data: bytes, path) -> tuple[object, bool]:
-    """orjson.loads, or, for a file cut off mid-write, the longest prefix that closes."""
+def _loads_repairing(data: bytes, path, losses: Losses) -> tuple[object, bool]:
+    """orjson.loads; else the file with its damaged events cut out; else the longest prefix that closes."""
     if not data.strip(_WS):
         raise TraceError(f"{path} holds only whitespace: not a trace")
-    try:
-        return orjson.loads(data), False
-    except orjson.JSONDecodeError:
-        pass
     stripped = data.lstrip(_WS)
     if stripped[:1] not in (b"{", b"["):
         raise TraceError(f"{path} is not JSON (it starts with {stripped[:12]!r})")
-    closer = b"]" if stripped[:1] == b"[" else b"]}"
-    cut = len(data)
-    for _ in range(200):
-        cut = data.rfind(b"}", 0, cut)
-        if cut < 0:
-            break
+    cut_out = 0
+    while True:
         try:
-            return orjson.loads(data[: cut + 1] + closer), True
+            return _loads(data), False
+        except orjson.JSONDecodeError as exc:
+            error_at = exc.pos
+        # One damaged event: cut it out (from the boundary before the error to the one after).
+        before = _last_boundary(data, error_at)
+        after = _EVENT_BOUNDARY.search(data, error_at)
+        if before is None or after is None or cut_out >= _MAX_CUT_OUT:
+            break
+        piece = data[before + 1 : after.start() + 1].strip(_WS).lstrip(b",").strip(_WS)
+        try:
+            item = repair.load_piece(piece)  # NaN and Infinity are Python's, not JSON
+        except ValueError:
+            losses.events[repair.CORRUPT] += 1
+        else:
+            # kept, re-encoded in place (NaN becomes null: that field alone is lost later)
+            data = data[: before + 1] + b", " + msgspec.json.encode(item) + data[after.start() + 1 :]
+            cut_out += 1
+            continue
+        data = data[: before + 1] + data[after.start() + 1 :]
+        cut_out += 1
+    return _prefix_that_closes(data, stripped[:1], path), True
+
+
+_EVENT_BOUNDARY = re.compile(rb"\}\s*,\s*\{")
+_MAX_CUT_OUT = 64
+
+
+def _last_boundary(data: bytes, pos: int) -> int | None:
+    """Index of the "}" that ends the last event before ``pos``."""
+    at = pos
+    while True:
+        at = data.rfind(b",", 0, at)
+        if at < 0:
+            return None
+        close = data[:at].rstrip(_WS)
+        if close.endswith(b"}") and data[at + 1 :].lstrip(_WS)[:1] == b"{":
+            return len(close) - 1
+
+
+def _loads(data: bytes):
+    try:
+        return orjson.loads(data)
+    except RecursionError:
+        try:
+            return msgspec.json.decode(data)  # nesting deeper than orjson allows
+        except msgspec.DecodeError:
+            raise orjson.JSONDecodeError("deeply nested and not JSON", "", 0) from None
+
+
+def _prefix_that_closes(data: bytes, opener: bytes, path) -> object:
+    closer = b"]" if opener == b"[" else b"]}"
+    boundaries = [m.start() for m in _EVENT_BOUNDARY.finditer(data, max(0, len(data) - (4 << 20)))]
+    for at in reversed(boundaries[-_MAX_CUT_OUT:]):
+        try:
+            return _loads(data[: at + 1] + closer)
         except orjson.JSONDecodeError:
             continue
+    end = data.rfind(b"}")
+    if end >= 0:
+        try:
+            return _loads(data[: end + 1] + closer)
+        except orjson.JSONDecodeError:
+            pass
     raise TraceError(f"{path} is not valid JSON and no complete event could be recovered from it")
-
-
-def _meta(stream: BlockStream, raw: RawTrace) -> TraceMeta:
-    top = raw.top
-    devices = tuple(
-        Device(
-            index=int(d.get("id", i)),
-            name=str(d.get("name", "unknown device")),
-            memory_bytes=int(d.get("totalGlobalMem", 0) or 0),
-            sm_count=int(d.get("numSms", 0) or 0),
-            compute_capability=f"{d.get('computeMajor', '?')}.{d.get('computeMinor', '?')}",
-        )
-        for i, d in enumerate(top.get("deviceProperties") or [])
-        if isinstance(d, dict)
-    )
-    warnings = []
-    n = len(raw.columns["ts"])
-    if raw.truncated:
-        warnings.append(f"trace is cut off (a profiler stopped mid-write?): loaded the {n:,} complete events before the cut")
-    if raw.skipped:
-        warnings.append(f"skipped {raw.skipped:,} events with fields of unexpected types")
-    kerneltui = top.get("kerneltui") if isinstance(top.get("kerneltui"), dict) else {}
-    versions = {k: str(top[k]) for k in ("cuda_driver_version", "cuda_runtime_version", "cupti_version") if k in top}
-    return TraceMeta(
-        path=str(stream.path),
-        file_bytes=stream.file_bytes,
-        compressed=stream.compressed,
-        base_time_ns=int(top.get("baseTimeNanoseconds", 0) or 0),
-        devices=devices,
-        producer="kineto" if "schemaVersion" in top or "deviceProperties" in top else "chrome-trace",
-        trace_name=str(top.get("traceName", "")),
-        schema_version=top.get("schemaVersion"),
-        record_shapes=bool(top.get("record_shapes")),
-        with_stack=bool(top.get("with_stack")),
-        profile_memory=bool(top.get("profile_memory")),
-        versions=versions,
-        capture=kerneltui.get("capture"),
-        truncated=raw.truncated,
-        skipped_events=raw.skipped,
-        flow_events=raw.flow_events,
-        metadata_events=len(raw.metadata),
-        warnings=tuple(warnings),
-    )

@@ -117,6 +117,14 @@ _STOP: frozenset[str] = frozenset(
     | {"complex"}
 )
 
+_STD_OPS = frozenset(
+    {
+        "plus", "minus", "multiplies", "divides", "modulus", "negate",
+        "logical_and", "logical_or", "logical_not", "bit_and", "bit_or", "bit_xor",
+        "equal_to", "not_equal_to", "greater", "less", "greater_equal", "less_equal",
+    }
+)
+
 _SCALAR_WRAPPERS = frozenset({"AUnaryFunctor", "BUnaryFunctor"})
 
 _ANON = "(anonymous namespace)::"
@@ -202,6 +210,40 @@ def _scan_structure(s: str) -> tuple[int, int, int]:
                     gt = i
         i += 1
     return n, lt, gt
+
+
+_PAIRS = {">": "<", ")": "(", "]": "[", "}": "{"}
+
+
+def _without_return_type(s: str) -> str:
+    """``s`` from the function's own name on: drop a leading C++ return type.
+
+    ``void f<T>(...)`` and ``std::enable_if<(N>0), void>::type vllm::kernel<T>(...)``
+    both start at the kernel. The return type ends at the last space outside any
+    brackets before the parameter list; a ``>`` inside parentheses is a comparison.
+    """
+    stack: list[str] = []
+    last_space = -1
+    i, n = 0, len(s)
+    while i < n:
+        c = s[i]
+        if _is_ident_start(c):
+            j = _ident_end(s, i)
+            i = _skip_operator(s, j) if s[i:j] == "operator" else j
+            continue
+        if c in "<([{":
+            if c == "(" and not stack:
+                break  # the parameter list
+            stack.append(c)
+        elif c in _PAIRS:
+            if stack and stack[-1] == _PAIRS[c]:
+                stack.pop()
+            elif c != ">":
+                break  # unbalanced: leave the name as it is
+        elif c == " " and not stack:
+            last_space = i
+        i += 1
+    return s[last_space + 1 :].lstrip() if last_space >= 0 else s
 
 
 def _builtin_int_tag(words: list[str]) -> str | None:
@@ -303,6 +345,12 @@ def _key_and_dtype(targs: str) -> tuple[str | None, str | None]:
         k += 1
     if scalar_wrapped:
         key = f"{key},scalar" if key else "scalar"
+    if key is not None and key.endswith("Functor"):
+        # foreach kernels carry their op as a std functional (``std::plus<float>``)
+        # after a generic functor: ``_foreach_add_`` and ``_foreach_mul_`` differ only there.
+        op = next((w for (q, qual, _), (w, _, _) in zip(toks, toks[1:]) if q == "std" and qual and w in _STD_OPS), None)
+        if op:
+            key = f"{key},{op}"
     return key, dtype
 
 
@@ -335,8 +383,7 @@ def short_name(full: str) -> str:
     s = full.strip()
     if _ANON in s:
         s = s.replace(_ANON, "")
-    if s.startswith("void "):
-        s = s[5:].lstrip()
+    s = _without_return_type(s)
     cut, lt, gt = _scan_structure(s)
     if lt >= 0:
         head = s[:lt]

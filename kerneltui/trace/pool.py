@@ -62,10 +62,10 @@ class ChunkPool:
             return None
         return cls(_shared_executor(workers), in_flight=2 * workers)
 
-    def submit(self, array_json: bytes) -> None:
+    def submit(self, array_json: bytes, separator: bytes | None = None) -> None:
         if len(self.pending) >= self.in_flight:  # bound memory: wait for the oldest
             self.done.append(self.pending.popleft().result())
-        self.pending.append(self.executor.submit(decode_alone, array_json))
+        self.pending.append(self.executor.submit(decode_alone, array_json, separator))
 
     def results(self) -> Iterator[Partial]:
         yield from self.done

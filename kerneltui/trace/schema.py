@@ -23,6 +23,7 @@ class Kind(IntEnum):
     INSTANT = 11  # other instant events
     SPAN = 12  # the profiler's own window ("PyTorch Profiler (0)", cat Trace)
     OTHER = 13  # anything else with a duration
+    PROFILER_RANGE = 14  # CUPTI range profiler: a kernel's hardware counters, at a synthetic time
 
 
 GPU_WORK = (Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET)
@@ -42,6 +43,7 @@ KIND_LABEL = {
     Kind.INSTANT: "instant",
     Kind.SPAN: "span",
     Kind.OTHER: "other",
+    Kind.PROFILER_RANGE: "profiler_range",
 }
 
 # Categories as Kineto writes them, and as older Kineto (torch < 1.13) and ROCm wrote them.
@@ -62,6 +64,7 @@ KIND_BY_CATEGORY = {
     "gpu_user_annotation": Kind.GPU_ANNOTATION,
     "overhead": Kind.OVERHEAD,
     "trace": Kind.SPAN,
+    "cuda_profiler_range": Kind.PROFILER_RANGE,
 }
 
 # Columns of the event table (all numpy, one row per kept event; -1 = absent).
@@ -121,11 +124,18 @@ class TraceMeta:
     profile_memory: bool = False
     versions: dict[str, str] = field(default_factory=dict)  # cuda driver/runtime/cupti
     capture: dict | None = None  # settings written by `kerneltui capture`
-    truncated: bool = False
-    skipped_events: int = 0  # events that could not be read (wrong types)
+    truncated: bool = False  # cut off mid-write: events after the cut are missing
+    end_damaged: bool = False  # the events are whole; the keys after them are cut off or damaged
+    skipped_events: int = 0  # events that could not be read (counted by cause in warnings)
+    corrupt_events: int = 0  # of those, events whose bytes are not JSON (a damaged file)
     flow_events: int = 0
     metadata_events: int = 0
     warnings: tuple[str, ...] = ()
+
+    @property
+    def incomplete(self) -> bool:
+        """The file is not whole: what was read is shown, and the commands exit 2."""
+        return self.truncated or self.end_damaged or self.corrupt_events > 0
 
     @property
     def device_name(self) -> str:
