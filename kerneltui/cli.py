@@ -13,6 +13,7 @@ import sys
 
 from kerneltui import __version__
 from kerneltui.errors import UserError
+from kerneltui.terminal_text import printable
 
 SUBCOMMANDS = {
     "summary": "kerneltui.commands.summary",
@@ -56,7 +57,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args._module.run(args) or 0)
     except UserError as exc:
-        print(f"kerneltui: {exc}", file=sys.stderr)
+        # the message may quote a path or a name from a trace: never let it drive the terminal
+        print(f"kerneltui: {printable(str(exc))}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("kerneltui: interrupted", file=sys.stderr)

@@ -1,7 +1,9 @@
 """`kerneltui diff A B --format table|json|markdown`: a TraceDiff as text.
 
 The same numbers the diff screen shows, from the same ``TraceDiff``; the table
-fits 80 columns so it reads in a CI log.
+fits 80 columns so it reads in a CI log. Names, paths and step labels come
+from the traces: table and Markdown escape their control and bidi characters
+(``terminal_text.printable``); JSON keeps them exact.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import textwrap
 
 import orjson
 
+from kerneltui.terminal_text import json_safe, printable, printable_lines
 from kerneltui.trace.diff import SideFacts, TraceDiff
 from kerneltui.units import ellipsize, fmt_bytes, fmt_ns
 
@@ -65,13 +68,13 @@ def side_rate(m, side: str) -> str:
 
 
 def headline_rows(d: TraceDiff) -> list[tuple[str, str, str, str]]:
-    """(fact, A, B, B/A) rows: the header of the screen and of every format."""
+    """(fact, A, B, B/A) rows of the text formats, trace text made printable."""
     a, b, r = d.a, d.b, d.ratios
     unit = b.unit
     cpu_known = r.get("cpu_ns") == r.get("cpu_ns")
     return [
-        ("device", a.device, b.device, ""),
-        (f"{unit}s", f"{a.iterations} ({source_label(a)})", f"{b.iterations} ({source_label(b)})", ""),
+        ("device", printable(a.device), printable(b.device), ""),
+        (f"{unit}s", *(printable(f"{s.iterations} ({source_label(s)})") for s in (a, b)), ""),
         (f"launches/{unit}", num(a.launches), num(b.launches), ratio(r["launches"])),
         (f"GPU time/{unit}", fmt_ns(a.gpu_ns), fmt_ns(b.gpu_ns), ratio(r["gpu_ns"])),
         ("GPU busy", f"{100 * a.busy_share:.1f}%", f"{100 * b.busy_share:.1f}%", ""),
@@ -101,7 +104,7 @@ def match_label(kind: str, confidence: str) -> str:
 
 # -- table --------------------------------------------------------------------------
 def as_table(d: TraceDiff, top: int | None = None) -> str:
-    lines = [f"A  {d.a.path}", f"B  {d.b.path}", ""]
+    lines = [f"A  {printable(d.a.path)}", f"B  {printable(d.b.path)}", ""]
     rows = headline_rows(d)
     lines.append(f"{'':<22}{'A':<22}{'B':<22}{'B/A':>8}")
     for fact, a, b, r in rows:
@@ -115,7 +118,7 @@ def as_table(d: TraceDiff, top: int | None = None) -> str:
     matches = d.matches if top is None else d.matches.head(top)
     for m in matches.itertuples():
         label = match_label(m.kind, m.confidence)
-        lines.append(f"{ellipsize(m.name, WIDTH - len(label) - 1):<{WIDTH - len(label)}}{label}")
+        lines.append(f"{ellipsize(printable(m.name), WIDTH - len(label) - 1):<{WIDTH - len(label)}}{label}")
         lines.append(
             f"  {num(m.a_count)} → {num(m.b_count)} launches/{unit}, {us(m.a_ns)} → {us(m.b_ns)} GPU µs/{unit}"
             f" ({delta_us(m.delta_ns)})"
@@ -134,18 +137,19 @@ def as_table(d: TraceDiff, top: int | None = None) -> str:
         lines += ["", "not compared:"]
         for note in d.notes:
             lines += _wrap(note, indent="  ")
-    return "\n".join(lines) + "\n"
+    return printable_lines(lines)
 
 
 def _wrap(text: str, indent: str = "") -> list[str]:
-    return textwrap.wrap(text, WIDTH, initial_indent=indent, subsequent_indent=indent + "  ",
+    return textwrap.wrap(printable(text), WIDTH, initial_indent=indent, subsequent_indent=indent + "  ",
                          break_long_words=False, break_on_hyphens=False)
 
 
 # -- markdown -----------------------------------------------------------------------
 def as_markdown(d: TraceDiff, top: int | None = None) -> str:
-    a_name, b_name = os.path.basename(d.a.path), os.path.basename(d.b.path)
-    lines = [f"### kerneltui diff: `{a_name}` → `{b_name}`", "", f"**{'; '.join(d.facts)}**", "", d.verdict.text, ""]
+    a_name, b_name = printable(os.path.basename(d.a.path)), printable(os.path.basename(d.b.path))
+    lines = [f"### kerneltui diff: `{a_name}` → `{b_name}`", "", f"**{printable('; '.join(d.facts))}**", "",
+             printable(d.verdict.text), ""]
     lines += ["| | A | B | B/A |", "|---|---|---|---|"]
     for fact, a, b, r in headline_rows(d):
         lines.append(f"| {fact} | {_md(a)} | {_md(b)} | {r} |")
@@ -164,14 +168,14 @@ def as_markdown(d: TraceDiff, top: int | None = None) -> str:
         )
     if d.notes:
         lines += ["", "Not compared:", ""] + [f"- {_md(n)}" for n in d.notes]
-    return "\n".join(lines) + "\n"
+    return printable_lines(lines)
 
 
 def _md(text: str) -> str:
-    return str(text).replace("|", "\\|")
+    return printable(str(text)).replace("|", "\\|")
 
 
 # -- json ---------------------------------------------------------------------------
 def as_json(d: TraceDiff) -> str:
     doc = {"kerneltui_diff": 1, **d.to_dict()}
-    return orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY).decode() + "\n"
+    return json_safe(orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY).decode()) + "\n"

@@ -1,4 +1,11 @@
-"""`kerneltui summary` output: the engine's facts as an 80-column table, JSON or CSV."""
+"""`kerneltui summary` output: the engine's facts as an 80-column table, JSON or CSV.
+
+Trace text is shown through ``terminal_text``: the table escapes control and bidi
+characters (names are made printable before their widths are measured, and every
+line once more on its way out); JSON keeps the exact strings, with the few
+characters JSON encoders leave raw written as ``\\uNNNN``; CSV is exact unless
+it goes to a terminal (``as_csv(..., for_terminal=True)``).
+"""
 
 from __future__ import annotations
 
@@ -9,6 +16,7 @@ import shutil
 import orjson
 import pandas as pd
 
+from kerneltui.terminal_text import json_safe, printable, printable_lines
 from kerneltui.trace.model import Trace
 from kerneltui.trace.schema import KIND_LABEL, Kind
 from kerneltui.trace.summary import TraceSummary
@@ -58,16 +66,23 @@ def headline(s: TraceSummary) -> list[str]:
 
 
 def describe_capture(c: dict) -> str:
-    """One line from the block `kerneltui capture` stores: what ran, how, on what."""
-    params = " ".join(f"{k}={v}" for k, v in (c.get("params") or {}).items() if k != "device")
-    mode = c.get("mode", "?")
+    """One line from the block `kerneltui capture` stores: what ran, how, on what.
+
+    The block is read from the trace, so any field may hold anything: it is shown, never trusted.
+    """
+    if not isinstance(c, dict):
+        return str(c)
+    params = c.get("params")
+    params = " ".join(f"{k}={v}" for k, v in params.items() if k != "device") if isinstance(params, dict) else ""
+    mode = str(c.get("mode", "?"))
     if c.get("compile_mode"):
         mode += f" ({c['compile_mode']})"
     parts = [f"{c.get('name', '?')} {params}".strip(), mode, f"torch {c.get('torch', '?')}"]
     if c.get("profiled_calls") is not None:
         parts.append(f"{c['profiled_calls']} calls after {c.get('warmup_calls', '?')} warm-up")
-    if c.get("compile_seconds") is not None:
-        parts.append(f"compiled in {c['compile_seconds']:.1f}s")
+    seconds = c.get("compile_seconds")
+    if isinstance(seconds, (int, float)) and not isinstance(seconds, bool):
+        parts.append(f"compiled in {seconds:.1f}s")
     return ", ".join(parts)
 
 
@@ -77,19 +92,21 @@ WIDE = 120  # below this a kernel takes two lines: its name, then its op and num
 
 def kernel_table_text(kernels: pd.DataFrame, width: int, full_names: bool = False) -> list[str]:
     name_col = "full_name" if full_names else "short"
+    # escaped before measuring, so a name with control characters keeps its row and its columns
+    names = [printable(str(n)) for n in kernels[name_col]]
     if width >= WIDE:
-        name_width = min(70, max(len(n) for n in kernels[name_col])) if len(kernels) else 6
+        name_width = min(70, max(len(n) for n in names)) if len(kernels) else 6
         op_width = max(4, width - name_width - len(NUMBERS_HEAD) - 2)
         lines = [f"{'kernel':<{name_width}} {NUMBERS_HEAD} op"]
-        for r in kernels.itertuples(index=False):
-            name = middle_ellipsize(getattr(r, name_col), name_width)
-            lines.append(f"{name:<{name_width}} {_numbers(r)} {ellipsize(r.op, op_width)}".rstrip())
+        for name, r in zip(names, kernels.itertuples(index=False)):
+            name = middle_ellipsize(name, name_width)
+            lines.append(f"{name:<{name_width}} {_numbers(r)} {ellipsize(printable(str(r.op)), op_width)}".rstrip())
         return lines
     op_width = width - len(NUMBERS_HEAD) - 3
     lines = [f"{'kernel':<{op_width + 2}} {NUMBERS_HEAD}", "  launched by"]
-    for r in kernels.itertuples(index=False):
-        lines.append(middle_ellipsize(getattr(r, name_col), width))
-        lines.append(f"  {ellipsize(r.op, op_width):<{op_width}} {_numbers(r)}")
+    for name, r in zip(names, kernels.itertuples(index=False)):
+        lines.append(middle_ellipsize(name, width))
+        lines.append(f"  {ellipsize(printable(str(r.op)), op_width):<{op_width}} {_numbers(r)}")
     return lines
 
 
@@ -110,24 +127,34 @@ def launch_table_text(launches: pd.DataFrame, width: int, full_names: bool = Fal
         it = str(r.step if r.step >= 0 else (r.iteration + 1 if r.iteration >= 0 else "-"))
         lines.append(
             f"{fmt_ns(r.ts_ns):>10} {fmt_ns(r.dur_ns):>8} {r.stream:>4} {it:>4} "
-            f"{middle_ellipsize(getattr(r, name_col), name_width):<{name_width}} {ellipsize(r.op, op_width)}".rstrip()
+            f"{middle_ellipsize(printable(getattr(r, name_col)), name_width):<{name_width}}"
+            f" {ellipsize(printable(r.op), op_width)}".rstrip()
         )
     return lines
 
 
 def as_table(trace: Trace, s: TraceSummary, kernels: pd.DataFrame, launches: pd.DataFrame | None, full_names: bool) -> str:
     width = max(80, shutil.get_terminal_size((80, 24)).columns)
-    lines = [trace.meta.path, *headline(s), ""]
+    lines = [printable(trace.meta.path), *headline(s), ""]
     if s.launches == 0:
         lines.append(no_gpu_work_line(trace))
     elif launches is not None:
         lines += launch_table_text(launches, width, full_names)
     else:
         lines += kernel_table_text(kernels, width, full_names)
-    return "\n".join(lines) + "\n"
+    return printable_lines(lines)  # the device, step names and capture fields come from the trace too
 
 
 def no_gpu_work_line(trace: Trace) -> str:
+    ranges = int((trace.events["kind"] == Kind.PROFILER_RANGE).sum())
+    if ranges:
+        # Kineto's range profiler replays kernels for counters and spaces the ranges
+        # evenly in time: there is no kernel time to show.
+        return (
+            f"no kernel timings in this trace: it was recorded with the CUPTI range profiler"
+            f" ({ranges:,} kernel ranges with hardware counters, at times Kineto spaces evenly"
+            " rather than measures); profile with CUDA activity for kernel times"
+        )
     return (
         f"no GPU work in this trace ({len(trace.events):,} events, none a kernel, memcpy or memset):"
         " was it profiled with CUDA activity on a GPU?"
@@ -141,6 +168,9 @@ def as_json(trace: Trace, s: TraceSummary, kernels: pd.DataFrame, launches: pd.D
             "device": trace.meta.device_name,
             "producer": trace.meta.producer,
             "truncated": trace.meta.truncated,
+            "incomplete": trace.meta.incomplete,
+            "skipped_events": trace.meta.skipped_events,
+            "warnings": list(trace.meta.warnings),
             "events": len(trace.events),
         },
         "summary": s.to_dict(),
@@ -148,7 +178,7 @@ def as_json(trace: Trace, s: TraceSummary, kernels: pd.DataFrame, launches: pd.D
     }
     if launches is not None:
         doc["launches"] = launches.to_dict("records")
-    return orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY).decode() + "\n"
+    return json_safe(orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY).decode()) + "\n"
 
 
 def labelled(kernels: pd.DataFrame) -> pd.DataFrame:
@@ -156,8 +186,26 @@ def labelled(kernels: pd.DataFrame) -> pd.DataFrame:
     return kernels.assign(kind=[KIND_LABEL[Kind(k)] for k in kernels["kind"]])
 
 
-def as_csv(kernels: pd.DataFrame, launches: pd.DataFrame | None) -> str:
+def as_csv(kernels: pd.DataFrame, launches: pd.DataFrame | None, for_terminal: bool = False) -> str:
+    """The table as CSV: exact names for a file or a pipe, escaped ones (``for_terminal``) for a screen."""
     out = io.StringIO()
     frame = launches if launches is not None else labelled(kernels)
+    if for_terminal:
+        frame = printable_frame(frame)
     frame.to_csv(out, index=False, quoting=csv.QUOTE_MINIMAL)
     return out.getvalue()
+
+
+def printable_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """The frame with every text column made printable (once per distinct value; unchanged frames are returned)."""
+    changed = {}
+    for column in frame.columns:
+        values = frame[column]
+        dtype = values.dtype
+        if not (dtype == object or pd.api.types.is_string_dtype(dtype) or isinstance(dtype, pd.CategoricalDtype)):
+            continue
+        distinct = pd.unique(values.astype(str))
+        shown = {v: printable(v) for v in distinct}
+        if any(shown[v] is not v for v in distinct):
+            changed[column] = values.astype(str).map(shown)
+    return frame.assign(**changed) if changed else frame

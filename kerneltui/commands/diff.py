@@ -52,6 +52,7 @@ def run(args: argparse.Namespace) -> int:
         return run_app(args.a, args.b)
 
     from kerneltui import diff_report
+    from kerneltui.terminal_text import printable
     from kerneltui.trace import load_trace
     from kerneltui.trace.diff import diff_traces
 
@@ -67,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
     sys.stdout.flush()
     for trace in (a, b):
         for warning in trace.meta.warnings:
-            print(f"kerneltui: {trace.meta.path}: {warning}", file=sys.stderr)
+            print(printable(f"kerneltui: {trace.meta.path}: {warning}"), file=sys.stderr)
     if args.fail_if_slower is not None:
         change = d.gpu_change
         if change != change:
@@ -79,4 +80,4 @@ def run(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return 1
-    return 2 if a.meta.truncated or b.meta.truncated else 0
+    return 2 if a.meta.incomplete or b.meta.incomplete else 0

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import sys
+
 
 HELP = "Browse a trace: kernels, every launch, details and a timeline, all by keyboard."
 
@@ -16,6 +18,7 @@ def run(args: argparse.Namespace) -> int:
 
     app = build_app(args.trace)
     app.run()
-    if app.error:
-        print(f"kerneltui: {app.error}")  # after the screen is gone, the same line the CLI prints
+    # after the screen is gone, the lines the CLI prints (the error, or the trace's warnings), on stderr
+    for line in app.after_exit_lines():
+        print(line, file=sys.stderr)
     return app.return_code or 0

@@ -35,6 +35,7 @@ def positive_int(text: str) -> int:
 
 def run(args: argparse.Namespace) -> int:
     from kerneltui import report
+    from kerneltui.terminal_text import printable
     from kerneltui.trace import load_trace
     from kerneltui.trace.filters import matching_rows
     from kerneltui.trace.summary import kernel_stats, summarize
@@ -55,11 +56,12 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "json":
         text = report.as_json(trace, s, kernels, launches)
     elif args.format == "csv":
-        text = report.as_csv(kernels, launches)
+        # exact for a file or a pipe; on a terminal, names are escaped like the table's
+        text = report.as_csv(kernels, launches, for_terminal=sys.stdout.isatty())
     else:
         text = report.as_table(trace, s, kernels, launches, args.full_names)
     sys.stdout.write(text)
     sys.stdout.flush()
     for warning in trace.meta.warnings:
-        print(f"kerneltui: {trace.meta.path}: {warning}", file=sys.stderr)
-    return 2 if trace.meta.truncated else 0
+        print(printable(f"kerneltui: {trace.meta.path}: {warning}"), file=sys.stderr)
+    return 2 if trace.meta.incomplete else 0

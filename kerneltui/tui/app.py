@@ -10,6 +10,7 @@ import gc
 from textual import work
 from textual.worker import get_current_worker
 
+from kerneltui.terminal_text import printable
 from kerneltui.trace.model import load_trace
 from kerneltui.tui.loading_app import Loader, LoadingApp
 from kerneltui.tui.messages import BrowseReady, KernelsReady, LoadProgress, LoadStage
@@ -47,9 +48,10 @@ class KernelTuiApp(LoadingApp):
             self.post_message(BrowseReady(browse))
 
     def on_kernels_ready(self, message: KernelsReady) -> None:
+        self.loaded = [message.kernels.trace.meta]
         self.switch_screen(BrowserScreen(message.kernels))
         for warning in message.kernels.trace.meta.warnings:
-            self.notify(warning, title="trace", severity="warning", timeout=8)
+            self.notify(printable(warning), title="trace", severity="warning", timeout=8, markup=False)
 
     def on_browse_ready(self, message: BrowseReady) -> None:
         browser = self._browser()

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from kerneltui.terminal_text import printable
 from kerneltui.trace.model import Trace
 from kerneltui.trace.schema import Kind
 
@@ -159,6 +160,7 @@ def lanes_from_trace(trace: Trace, origin: int | None = None) -> list[Lane]:
     so two traces drawn one above the other share a time axis that starts at 0.
     Ids are positions in ``trace.gpu``; a CPU lane holds the launch calls, each
     with the id of the GPU event it launched, and is labelled with the op.
+    Labels are drawn text: made printable here, once per distinct name.
     """
     g = trace.gpu
     origin = trace.window[0] if origin is None else origin
@@ -180,7 +182,7 @@ def lanes_from_trace(trace: Trace, origin: int | None = None) -> list[Lane]:
                           codes[mask], short_by_key, full_by_key))
     launch_lane = g["launch_lane"].to_numpy()
     op = g["op"].cat
-    op_labels = tuple(str(c) for c in op.categories)
+    op_labels = tuple(printable(str(c)) for c in op.categories)
     for lane in sorted(int(x) for x in np.unique(launch_lane[launch_lane >= 0])):
         mask = launch_lane == lane
         starts = g["launch_ts"].to_numpy()[mask] - origin
@@ -197,7 +199,7 @@ def _first_per_code(codes: np.ndarray, values: np.ndarray, n: int) -> tuple[str,
     first = pd.Series(np.arange(len(codes))).groupby(codes).first()
     for code, at in first.items():
         if code >= 0:
-            out[int(code)] = str(values[at])
+            out[int(code)] = printable(str(values[at]))
     return tuple(out)
 
 
@@ -206,7 +208,7 @@ def _thread_label(lanes: pd.DataFrame, lane: int) -> str:
     thread = str(row["thread"])
     if "autograd" in thread:
         return "CPU autograd"
-    return f"CPU t{row['tid']}"
+    return printable(f"CPU t{row['tid']}")
 
 
 def filter_lanes(lanes: Sequence[Lane], keep_ids: np.ndarray | None) -> list[Lane]:

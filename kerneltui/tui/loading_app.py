@@ -10,7 +10,9 @@ from textual.binding import Binding
 from textual.worker import Worker, WorkerState
 
 from kerneltui.errors import UserError
+from kerneltui.terminal_text import printable
 from kerneltui.trace.model import Trace
+from kerneltui.trace.schema import TraceMeta
 from kerneltui.tui.messages import LoadProgress, LoadStage
 from kerneltui.tui.screens.loading import LoadingScreen
 
@@ -29,6 +31,7 @@ class LoadingApp(App):
         super().__init__()
         self.loader = loader
         self.error: str | None = None
+        self.loaded: list[TraceMeta] = []  # what was read, for the lines printed after the screen is gone
 
     def on_load_progress(self, message: LoadProgress) -> None:
         if isinstance(self.screen, LoadingScreen):
@@ -53,4 +56,11 @@ class LoadingApp(App):
         raise error  # our bug: let Textual show the traceback
 
     def action_quit(self) -> None:
-        self.exit(return_code=2 if self.error else 0)
+        # a damaged trace is shown, as the CLI prints it, and exits 2 as the CLI does
+        self.exit(return_code=2 if self.error or any(m.incomplete for m in self.loaded) else 0)
+
+    def after_exit_lines(self) -> list[str]:
+        """What the CLI prints on stderr once the app is gone: the error, else each trace's warnings."""
+        if self.error:
+            return [f"kerneltui: {printable(self.error)}"]
+        return [printable(f"kerneltui: {m.path}: {w}") for m in self.loaded for w in m.warnings]

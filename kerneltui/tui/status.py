@@ -1,4 +1,8 @@
-"""The one-line texts around the panes: header, filter counts, noise toggles."""
+"""The one-line texts around the panes: header, filter counts, noise toggles.
+
+Rich Text built with ``append`` (never markup); the trace's file name, device
+name and warnings are made printable first.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +10,7 @@ from pathlib import Path
 
 from rich.text import Text
 
+from kerneltui.terminal_text import printable
 from kerneltui.tui.model import CPU_CATEGORIES, GPU_CATEGORIES, Browse, Kernels
 from kerneltui.units import fmt_ns, fmt_share
 
@@ -18,7 +23,7 @@ SHORT_LABEL = {"memcpy": "memcpy", "memset": "memset", "runtime": "api", "cpu_op
 def header(kernels: Kernels, browse: Browse | None) -> Text:
     trace = kernels.trace
     text = Text(no_wrap=True, overflow="ellipsis")
-    text.append(Path(trace.meta.path).name, style="bold")
+    text.append(printable(Path(trace.meta.path).name), style="bold")
     n = len(kernels.key_codes)
     k = len(kernels.stats)
     text.append(f" · {n:,} launch{'es' if n != 1 else ''} · {k:,} kernel{'s' if k != 1 else ''}")
@@ -28,9 +33,9 @@ def header(kernels: Kernels, browse: Browse | None) -> Text:
         text.append(f" · {s.iterations} {s.iteration_unit}{'s' if s.iterations != 1 else ''}")
     else:
         text.append(" · …", style="dim")
-    text.append(f" · {trace.meta.device_name}")
+    text.append(f" · {printable(trace.meta.device_name)}")
     if trace.meta.warnings:
-        text.append("  ⚠ " + "; ".join(trace.meta.warnings), style="bold")
+        text.append("  ⚠ " + printable("; ".join(trace.meta.warnings)), style="bold")
     return text
 
 

@@ -94,3 +94,23 @@ async def test_a_bug_in_our_code_is_not_swallowed():
             await app.workers.wait_for_complete()
             await pilot.pause()
             await pilot.pause()
+
+
+async def test_a_damaged_trace_is_browsed_then_exits_2_with_its_warning(tmp_path):
+    import gzip
+
+    text = gzip.decompress(EAGER.read_bytes())
+    at = text.index(b'"cat": "kernel"')
+    path = tmp_path / "damaged.json"
+    path.write_bytes(text[:at] + b"\x07" + text[at:])  # one stray byte: one event lost
+    async with opened(path) as (app, pilot):
+        assert isinstance(app.screen, BrowserScreen)
+        await pilot.press("q")
+    assert app.return_code == 2
+    assert app.after_exit_lines() == [f"kerneltui: {path}: skipped 1 events: 1 not valid JSON"]
+
+
+async def test_a_whole_trace_exits_0_with_nothing_to_say():
+    async with opened(EAGER) as (app, pilot):
+        await pilot.press("q")
+    assert app.return_code == 0 and app.after_exit_lines() == []

@@ -247,3 +247,28 @@ def test_the_tf_trace_viewer_demo_reads_its_begin_end_slices():
     assert len(trace.events) == 18 and len(trace.gpu) == 0
     assert names.count("Asub") == 1 and "B/E over X" in names and "A" in names
     assert trace.meta.skipped_events == 0
+
+
+@pytest.mark.parametrize(
+    "damage, status, warning",
+    [
+        ("nan dur", 0, "ignored 1 fields with unusable values: 1 dur"),
+        ("stray byte", 2, "skipped 1 events: 1 not valid JSON"),
+        ("no final brace", 2, "the end of the trace (after its 13 events) is cut off or damaged"),
+    ],
+)
+def test_summary_exits_2_when_the_file_is_not_whole(tmp_path, capsys, damage, status, warning):
+    from kerneltui.cli import main
+
+    text = kineto_text()
+    if damage == "nan dur":
+        text = replace_in_first_kernel(text, "dur", "NaN")
+    elif damage == "stray byte":
+        at = text.index('"cat": "kernel"')
+        text = text[:at] + "\x07" + text[at:]
+    else:
+        text = text.rstrip()[:-1]
+    path = write(tmp_path, text)
+    assert main(["summary", str(path), "--format", "json"]) == status
+    err = capsys.readouterr().err
+    assert err.startswith(f"kerneltui: {path}: {warning}") and err.count("\n") == 1

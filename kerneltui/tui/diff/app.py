@@ -7,6 +7,7 @@ parameter so tests can pass prepared traces.
 from __future__ import annotations
 
 import os
+import sys
 
 from textual import work
 from textual.message import Message
@@ -22,9 +23,10 @@ from kerneltui.tui.screens.loading import LoadingScreen
 
 
 class DiffReady(Message):
-    def __init__(self, view: DiffView) -> None:
+    def __init__(self, view: DiffView, metas: tuple) -> None:
         super().__init__()
         self.view = view
+        self.metas = metas  # each side's TraceMeta: warnings and damage, for the exit
 
 
 class DiffApp(LoadingApp):
@@ -51,9 +53,10 @@ class DiffApp(LoadingApp):
         self.post_message(LoadStage("matching kernels"))
         view = build_view(*traces)
         if not worker.is_cancelled:
-            self.post_message(DiffReady(view))
+            self.post_message(DiffReady(view, tuple(t.meta for t in traces)))
 
     def on_diff_ready(self, message: DiffReady) -> None:
+        self.loaded = list(message.metas)
         self.switch_screen(DiffScreen(message.view))
 
 
@@ -69,4 +72,6 @@ def run_app(a: str, b: str) -> int:
     app.run()
     if app.error:
         raise UserError(app.error)
+    for line in app.after_exit_lines():
+        print(line, file=sys.stderr)
     return app.return_code or 0

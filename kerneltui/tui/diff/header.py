@@ -1,4 +1,9 @@
-"""The facts at the top of the diff screen: the headline, the verdict, and A beside B."""
+"""The facts at the top of the diff screen: the headline, the verdict, and A beside B.
+
+Everything is Rich Text (a plain str in a Rich Table would be parsed as markup),
+and trace text (file names, devices, step names, kernel names in the facts) is
+made printable.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from kerneltui.diff_report import nbytes, num, ratio, source_label
+from kerneltui.terminal_text import printable
 from kerneltui.trace.diff import SideFacts, TraceDiff
 from kerneltui.units import fmt_ns
 
@@ -16,14 +22,14 @@ def headline_text(d: TraceDiff) -> Text:
     for i, fact in enumerate(d.facts[:2]):
         if i:
             text.append(" · ", style="dim")
-        text.append(fact, style="bold")
+        text.append(printable(fact), style="bold")
     return text
 
 
 def verdict_text(d: TraceDiff) -> Text:
     # launch-bound and mixed verdicts are the ones a plain speed-up would hide: make them stand out
     style = {"launch-bound": "bold", "mixed": "bold", "slower": "bold"}.get(d.verdict.kind, "")
-    return Text(d.verdict.text, style=style)
+    return Text(printable(d.verdict.text), style=style)
 
 
 def notes_text(d: TraceDiff) -> Text:
@@ -31,7 +37,7 @@ def notes_text(d: TraceDiff) -> Text:
     if not d.notes:
         return Text("")
     text = Text("not compared: ", style="bold")
-    text.append("; ".join(d.notes))
+    text.append(printable("; ".join(d.notes)))
     if len(d.notes) > 1:
         text.append(f" ({len(d.notes)} notes, i lists them)", style="dim")
     return text
@@ -48,8 +54,8 @@ def sides_table(d: TraceDiff, full: bool) -> Table:
     table.add_column(justify="right", no_wrap=True)
     table.add_row("", Text(f"A {_name(a)}", style="bold"), Text(f"B {_name(b)}", style="bold"), Text("B/A", style="dim"))
     if full:
-        table.add_row("device", a.device, b.device, "")
-        table.add_row(f"{unit}s", f"{a.iterations} ({source_label(a)})", f"{b.iterations} ({source_label(b)})", "")
+        table.add_row("device", Text(printable(a.device)), Text(printable(b.device)), "")
+        table.add_row(f"{unit}s", *(Text(printable(f"{s.iterations} ({source_label(s)})")) for s in (a, b)), "")
     table.add_row("launches", _bold(f"{num(a.launches)} per {unit}"), _bold(f"{num(b.launches)} per {unit}"),
                   ratio(r["launches"]))
     table.add_row("GPU", *(_gpu(s, unit) for s in (a, b)), ratio(r["gpu_ns"]))
@@ -62,7 +68,7 @@ def sides_table(d: TraceDiff, full: bool) -> Table:
 
 
 def _name(s: SideFacts) -> str:
-    return s.path.rsplit("/", 1)[-1]
+    return printable(s.path.rsplit("/", 1)[-1])
 
 
 def _bold(text: str) -> Text:

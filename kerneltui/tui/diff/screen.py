@@ -1,4 +1,8 @@
-"""The diff screen: headline, verdict, a panel per side, the matched table, both timelines."""
+"""The diff screen: headline, verdict, a panel per side, the matched table, both timelines.
+
+Trace text reaches the screen as printable Rich Text or plain Segments, never
+as markup: notifications pass ``markup=False``, the border title is a Text.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +14,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from kerneltui.diff_report import nbytes, num, side_rate
+from kerneltui.terminal_text import printable
 from kerneltui.tui.diff.header import headline_text, notes_text, sides_table, verdict_text
 from kerneltui.tui.diff.model import DiffView
 from kerneltui.tui.diff.table import MatchTable
@@ -71,7 +76,7 @@ class DiffScreen(Screen):
     def _detail(self, m) -> Text:
         text = Text()
         text.append(f"{m.kind} · {m.confidence}: ", style="bold")
-        text.append(f"{m.reason}\n")
+        text.append(f"{printable(m.reason)}\n")
         text.append(
             f"A {nbytes(m.a_bytes)}, {num(m.a_transfers, 1)} transfers, {side_rate(m, 'a')}"
             f"  →  B {nbytes(m.b_bytes)}, {num(m.b_transfers, 1)} transfers, {side_rate(m, 'b')}",
@@ -96,7 +101,8 @@ class DiffScreen(Screen):
 
     def action_notes(self) -> None:
         notes = self.view.diff.notes
-        self.notify("\n".join(notes) if notes else "everything compared", title="not compared", timeout=12)
+        text = "\n".join(printable(n) for n in notes) if notes else "everything compared"
+        self.notify(text, title="not compared", timeout=12, markup=False)
 
     def action_toggle_scale(self) -> None:
         linked = self.query_one(PairedTimelines).toggle_link()
@@ -121,7 +127,9 @@ class DiffScreen(Screen):
         pair = self.query_one(PairedTimelines)
         a = self.view.a
         where = "first launch" if a.whole_trace else f"start of {a.call_labels[min(pair.call, len(a.call_labels) - 1)]}"
-        pair.border_title = f"{'one time scale' if pair.linked else 'own scales'} · 0 = {where} · s switches"
+        # a Text, not a str: Textual parses a str title as markup, and a step name is trace text
+        scale = "one time scale" if pair.linked else "own scales"
+        pair.border_title = Text(printable(f"{scale} · 0 = {where} · s switches"))
 
 
 def _table_moves() -> list[tuple[str, str]]:

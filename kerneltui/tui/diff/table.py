@@ -7,6 +7,7 @@ import pandas as pd
 from textual.binding import Binding
 
 from kerneltui.diff_report import delta_us, match_label, nbytes, num, side_rate, us
+from kerneltui.terminal_text import printable
 from kerneltui.tui.widgets.table import Column, VirtualTable
 
 # sort key -> (columns, ascending by default)
@@ -60,7 +61,7 @@ class MatchTable(VirtualTable):
     def cells(self, index: int) -> list[str]:
         m = self.row(index)
         return [
-            m.name,
+            printable(m.name),
             match_label(m.kind, m.confidence),
             f"{num(m.a_count)} → {num(m.b_count)}",
             f"{us(m.a_ns)} → {us(m.b_ns)}",

@@ -15,6 +15,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.containers import Vertical
 
+from kerneltui.terminal_text import printable
 from kerneltui.tui.diff.model import DiffView, marked, own_bounds, shared_bounds
 from kerneltui.tui.widgets.timeline import Timeline
 
@@ -32,7 +33,7 @@ class PairedTimelines(Vertical):
     def compose(self) -> ComposeResult:
         for side in (self.view.a, self.view.b):
             timeline = Timeline(id=f"timeline-{side.label.lower()}", label_width=12)
-            timeline.origin_label = f"{side.label} {side.name}"
+            timeline.origin_label = printable(f"{side.label} {side.name}")
             yield timeline
 
     def on_mount(self) -> None:

@@ -17,6 +17,7 @@ from textual.screen import Screen
 from textual.widgets import ContentSwitcher, Footer, Input, Static
 
 from kerneltui.errors import UserError
+from kerneltui.terminal_text import printable
 from kerneltui.tui import status
 from kerneltui.tui.details import event_details, launch_details
 from kerneltui.tui.lanes import filter_lanes
@@ -115,7 +116,7 @@ class BrowserScreen(Screen):
             self.key_ok = k.key_matches(self.pattern)
             name_ok = names_matching(k.trace, self.pattern) if self.shown - DEFAULT_SHOWN else None
         except UserError as exc:
-            self.query_one("#counts", Static).update(Text(str(exc), style="bold red"))
+            self.query_one("#counts", Static).update(Text(printable(str(exc)), style="bold red"))
             return
         self.keep = k.launch_mask(self.key_ok, self.shown)
         rows = k.stats_rows(self.key_ok, self.shown)

@@ -1,4 +1,8 @@
-"""The first screen: the file's name, a progress bar while it is read, or the load error."""
+"""The first screen: the file's name, a progress bar while it is read, or the load error.
+
+The path and the error can carry any character (a file named with an ESC): both
+are shown as Rich Text (no markup), made printable.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +12,8 @@ from textual.binding import Binding
 from textual.containers import Center, Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, ProgressBar, Static
+
+from kerneltui.terminal_text import printable
 
 
 class LoadingScreen(Screen):
@@ -19,9 +25,9 @@ class LoadingScreen(Screen):
 
     def compose(self) -> ComposeResult:
         with Center(), Vertical(id="loading-box"):
-            yield Static(Text(f"Loading {self.path}", overflow="fold"), id="loading-title")
+            yield Static(Text(f"Loading {printable(self.path)}", overflow="fold"), id="loading-title")
             yield ProgressBar(total=100, show_eta=False, id="loading-bar")
-            yield Static("reading the file", id="loading-stage")
+            yield Static(Text("reading the file"), id="loading-stage")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -33,11 +39,11 @@ class LoadingScreen(Screen):
 
     def stage(self, text: str) -> None:
         self.query_one(ProgressBar).update(progress=100)
-        self.query_one("#loading-stage", Static).update(text)
+        self.query_one("#loading-stage", Static).update(Text(printable(text)))
 
     def failed(self, message: str) -> None:
         """A load error: the CLI's one-line message, and how to leave."""
         self.query_one(ProgressBar).display = False
-        self.query_one("#loading-title", Static).update(Text(f"kerneltui: {message}", overflow="fold"))
+        self.query_one("#loading-title", Static).update(Text(f"kerneltui: {printable(message)}", overflow="fold"))
         self.query_one("#loading-title").add_class("error")
         self.query_one("#loading-stage", Static).update("press q to quit")

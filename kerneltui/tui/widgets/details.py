@@ -3,6 +3,10 @@
 A Line API widget: showing another launch re-wraps a few strings and repaints;
 it never changes its own size, so moving the cursor costs no screen relayout
 (a Static with height auto did, about 30 ms a keystroke at 160x45).
+
+The title and values (kernel and op names, source paths, thread labels) are
+made printable before they are wrapped and drawn as plain Segments: no control
+character reaches the terminal and no markup is parsed.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from kerneltui.terminal_text import printable
 from kerneltui.tui.details import Details
 
 
@@ -55,11 +60,12 @@ class DetailsPane(ScrollView, can_focus=True):
         if self.details is None:
             lines.append(("", "nothing selected", "details--label"))
         else:
-            for part in textwrap.wrap(self.details.title, width) or [""]:
+            for part in textwrap.wrap(printable(self.details.title), width) or [""]:
                 lines.append(("", part, "details--title"))
-            label_width = max((len(k) for k, _ in self.details.rows), default=0)
+            rows = [(printable(k), printable(v)) for k, v in self.details.rows]
+            label_width = max((len(k) for k, _ in rows), default=0)
             value_width = max(width - label_width - 1, 8)
-            for label, value in self.details.rows:
+            for label, value in rows:
                 parts = textwrap.wrap(value, value_width, break_on_hyphens=False) or ["–"]
                 for i, part in enumerate(parts):
                     lines.append(((label if i == 0 else "").rjust(label_width) + " ", part, "details--value"))

@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 from textual.reactive import reactive
 
+from kerneltui.terminal_text import printable
 from kerneltui.tui.widgets.table import Column, VirtualTable
 from kerneltui.units import fmt_ns, fmt_share
 
@@ -50,6 +51,8 @@ FORMATTERS: dict[str, Callable[[object], str]] = {
 SORT_KEYS = ("name", "count", "total", "mean", "share", "op")  # what keys 1..6 sort by
 DESCENDING_FIRST = frozenset({"count", "total", "mean", "min", "max", "share"})
 
+
+SHOWN_TEXT = ("short", "full_name", "op")  # text fields from the trace that the table draws
 
 NO_MATCH = "no kernel matches the filter"
 NO_GPU_WORK = "no GPU work in this trace: was CUDA profiled?"
@@ -77,6 +80,11 @@ class KernelTable(VirtualTable):
         if stats is not self._stats:
             self._stats = stats
             self._values = {c: stats[c].to_numpy() for c in stats.columns}
+            # names as drawn (control characters escaped), once per kernel: widths and sorting follow them;
+            # "key" stays exact, it is what the other panes match on
+            for c in SHOWN_TEXT:
+                if c in self._values:
+                    self._values[c] = _printable_array(self._values[c])
             self._natural: dict[str, int] = {}
         self._rows = np.arange(len(stats)) if rows is None else np.asarray(rows, np.int64)
         self._natural = {}
@@ -167,6 +175,14 @@ class KernelTable(VirtualTable):
         if not self.move_to_key(key, notify=False):
             self.move_cursor(0, notify=False)
         self.reset()
+
+
+def _printable_array(values: np.ndarray) -> np.ndarray:
+    """The values made printable; the same array when none needed it (the usual case)."""
+    shown = [printable(str(v)) for v in values]
+    if all(s == v for s, v in zip(shown, values)):
+        return values
+    return np.array(shown, dtype=object)
 
 
 def _stable_descending(values: np.ndarray) -> np.ndarray:

@@ -11,7 +11,9 @@ Public API::
     launches.move_to_row(event_row, notify=False)
 
 Only the rows on screen are formatted, from numpy columns, so a million rows
-cost nothing until they scroll into view.
+cost nothing until they scroll into view. Names are drawn escaped
+(``terminal_text.printable``): kernel and op names once per distinct name when
+the source is set, CPU events' names as their rows are drawn.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 from textual.reactive import reactive
 
+from kerneltui.terminal_text import printable
 from kerneltui.trace.schema import KIND_LABEL, Kind
 from kerneltui.tui.model import Browse, EventList, Kernels
 from kerneltui.tui.widgets.table import Column, VirtualTable
@@ -47,6 +50,8 @@ class LaunchList(VirtualTable):
         self.events = EventList(np.empty(0, np.int64), np.empty(0, np.int64))
         self._order: np.ndarray | None = None  # None: time order
         self._natural: dict[str, int | None] = {}
+        self._short: tuple[str, ...] = ()
+        self._full: tuple[str, ...] = ()
         self.sort_column, self.sort_reverse = "start", False
 
     def set_source(self, kernels: Kernels, browse: Browse | None) -> None:
@@ -60,7 +65,9 @@ class LaunchList(VirtualTable):
         self._step = g["step"].to_numpy()
         self._iteration = g["iteration"].to_numpy()
         self._op = g["op"].cat.codes.to_numpy()
-        self._op_names = [str(c) for c in g["op"].cat.categories]
+        self._op_names = [printable(str(c)) for c in g["op"].cat.categories]
+        self._short = tuple(printable(n) for n in kernels.key_short)  # per key code, as drawn
+        self._full = tuple(printable(n) for n in kernels.key_full)
         self._lane_tid = [str(t) for t in trace.lanes["tid"]]
         self._natural = {}
         self.reset()
@@ -116,8 +123,7 @@ class LaunchList(VirtualTable):
             elif bool((self.events.launch < 0).any()):
                 self._natural[key] = None  # CPU events' names: no cap
             else:
-                names = self.kernels.key_full if self.full_names else self.kernels.key_short
-                self._natural[key] = max((len(n) for n in names), default=8)
+                self._natural[key] = max((len(n) for n in self._names()), default=8)
         return self._natural[key]
 
     def cut_in_middle(self) -> bool:
@@ -135,12 +141,15 @@ class LaunchList(VirtualTable):
         start = fmt_ns(self._ev_ts[event] - self.kernels.origin)
         dur = fmt_ns(self._ev_dur[event])
         if launch >= 0:
-            names = self.kernels.key_full if self.full_names else self.kernels.key_short
             return [start, dur, f"s{self._stream[launch]}", self._step_text(launch),
-                    names[self.kernels.key_codes[launch]], self._op_names[self._op[launch]]]
+                    self._names()[self.kernels.key_codes[launch]], self._op_names[self._op[launch]]]
         kind = KIND_LABEL.get(Kind(int(self._ev_kind[event])), "")
-        name = self.kernels.trace.name(int(self._ev_name[event]))
+        name = printable(self.kernels.trace.name(int(self._ev_name[event])))
         return [start, dur, f"t{self._lane_tid[self._ev_lane[event]]}", "", name, f"({kind})"]
+
+    def _names(self) -> tuple[str, ...]:
+        """Kernel names as drawn, per key code."""
+        return self._full if self.full_names else self._short
 
     def _step_text(self, launch: int) -> str:
         # as `kerneltui summary --launches`: the ProfilerStep number, else the call number
@@ -179,7 +188,7 @@ class LaunchList(VirtualTable):
             rank = np.argsort(np.argsort(np.char.lower(np.array(self._op_names, dtype=str)), kind="stable"))
             return np.where(gpu, rank[self._op[safe]], 1 << 40)
         # name: rank of the displayed name among kernel names (CPU events after, by their name)
-        names = self.kernels.key_full if self.full_names else self.kernels.key_short
+        names = self._names()
         rank = np.argsort(np.argsort(np.char.lower(np.array(names, dtype=str)), kind="stable"))
         codes = self.kernels.key_codes
         return np.where(gpu, rank[codes[safe]], len(names) + self._ev_name[rows])

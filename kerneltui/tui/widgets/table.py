@@ -16,6 +16,11 @@ Public API: ``cursor`` (int), ``move_cursor(row, notify=True)``, ``reset()`` (ca
 after the rows changed), ``sort_column``/``sort_reverse`` (drawn as ▼/▲ in the
 header). Messages: ``VirtualTable.Highlighted(table, row)`` when the cursor
 moves, ``VirtualTable.Activated(table, row)`` on enter.
+
+Rows are drawn as plain Segments (no markup is parsed), and every cell goes
+through ``terminal_text.printable`` first: a name from a trace never puts a
+control character on the terminal. Subclasses that measure names
+(``natural_width``) should measure their printable form.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from kerneltui.terminal_text import printable
 from kerneltui.units import ellipsize, middle_ellipsize
 
 
@@ -211,7 +217,7 @@ class VirtualTable(ScrollView, can_focus=True):
         count = self.row_count()
         if row >= count:
             if count == 0 and y == 1:
-                text = ellipsize(f" {self.empty_text}", width).ljust(width)
+                text = ellipsize(printable(f" {self.empty_text}"), width).ljust(width)
                 return Strip([Segment(text, self._style("vtable--empty"))], width)
             return Strip.blank(width, self._style())
         key = (row, row == self.cursor, width, self._generation, self.has_focus)
@@ -249,7 +255,8 @@ class VirtualTable(ScrollView, can_focus=True):
         layout = self._layout(width)
         all_columns = self.columns()
         by_key = {c.key: t for c, t in zip(all_columns, texts)}
-        parts = [_fit(by_key[c.key], w, c.align, c.middle and self.cut_in_middle()) for c, w in layout]
+        middle = self.cut_in_middle()
+        parts = [_fit(printable(by_key[c.key]), w, c.align, c.middle and middle) for c, w in layout]
         names = ["vtable--cursor"] if row == self.cursor else []
         extra = self.row_class(row)
         if extra:
@@ -260,7 +267,7 @@ class VirtualTable(ScrollView, can_focus=True):
     def _header(self, width: int) -> Strip:
         segments = []
         for i, (c, w) in enumerate(self._layout(width)):
-            label = c.label
+            label = printable(c.label)
             if c.key == self.sort_column:
                 label = f"{label}{'▲' if not self.sort_reverse else '▼'}"
             sep = " " if i else ""

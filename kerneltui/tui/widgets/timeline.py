@@ -26,6 +26,11 @@ Messages (each has ``.timeline`` and ``.control``):
     Timeline.Activated(id)              enter: "show this in the table"
     Timeline.StepShown(index)           [ or ] put step ``index`` (of set_steps) in the window
 
+Labels (lane margins, names inside intervals, step names, ``origin_label``) are
+trace text: ``lanes_from_trace`` makes them printable once per distinct name,
+``set_steps`` does it for step labels, and every drawn run goes through
+``terminal_text.printable`` again (a no-op on clean text) before it becomes a Segment.
+
 Times are int64 ns in whatever origin the lanes use (``lanes_from_trace`` puts 0
 at the trace's start, so two traces share an axis). Two timelines stay in step
 by answering one's WindowChanged with the other's ``set_window`` (which posts
@@ -46,6 +51,7 @@ from textual.reactive import reactive
 from textual.strip import Strip
 from textual.widget import Widget
 
+from kerneltui.terminal_text import printable
 from kerneltui.tui.lanes import Lane
 from kerneltui.tui.timeline_paint import Grid, LaneView, axis_row, lane_row, step_row
 from kerneltui.tui.window import around, clamp, panned, revealed, step_at, zoomed
@@ -182,7 +188,8 @@ class Timeline(Widget, can_focus=True):
                   step_of_id: np.ndarray | None = None) -> None:
         """Step spans (sorted by start); ``step_of_id[id]`` (-1: none) says which step an id belongs to,
         so [ and ] count from the selection's own step rather than from where it happens to be drawn."""
-        self._steps = (np.asarray(starts, np.int64), np.asarray(ends, np.int64), tuple(labels))
+        labels = tuple(printable(str(x)) for x in labels)
+        self._steps = (np.asarray(starts, np.int64), np.asarray(ends, np.int64), labels)
         self._step_of_id = step_of_id
         self._invalidate()
         self.refresh(layout=True)
@@ -427,7 +434,7 @@ class Timeline(Widget, can_focus=True):
         return lines
 
     def _line(self, label: str, margin: tuple[str, ...], body: list) -> Strip:
-        text = ellipsize(label, self.label_width).ljust(self.label_width) + "│"
+        text = ellipsize(printable(label), self.label_width).ljust(self.label_width) + "│"
         segments = [Segment(text, self._style(margin))]
-        segments += [Segment(chunk, self._style(classes)) for chunk, classes in body]
+        segments += [Segment(printable(chunk), self._style(classes)) for chunk, classes in body]
         return Strip(segments).adjust_cell_length(self.size.width, self.rich_style)
