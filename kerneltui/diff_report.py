@@ -16,7 +16,7 @@ import orjson
 
 from kerneltui.terminal_text import json_safe, printable, printable_lines
 from kerneltui.trace.diff import SideFacts, TraceDiff
-from kerneltui.units import ellipsize, fmt_bytes, fmt_ns
+from kerneltui.units import distinct_cuts, ellipsize, fmt_bytes, fmt_ns
 
 WIDTH = 80
 ABOVE_PEAK = "!"  # marks a bandwidth above the device's peak: the data sat in cache
@@ -116,9 +116,14 @@ def as_table(d: TraceDiff, top: int | None = None) -> str:
     unit = d.b.unit
     lines.append(f"{'kernels, A → B':<64}{'match':>16}")
     matches = d.matches if top is None else d.matches.head(top)
-    for m in matches.itertuples():
+    names = [printable(n) for n in matches["name"]]
+    cuts: dict[int, dict[str, str]] = {}  # per name width (it depends on the label): cut so rows stay told apart
+    for m, name in zip(matches.itertuples(), names):
         label = match_label(m.kind, m.confidence)
-        lines.append(f"{ellipsize(printable(m.name), WIDTH - len(label) - 1):<{WIDTH - len(label)}}{label}")
+        room = WIDTH - len(label) - 1
+        if room not in cuts:
+            cuts[room] = distinct_cuts(names, room, cut=ellipsize)
+        lines.append(f"{cuts[room][name]:<{WIDTH - len(label)}}{label}")
         lines.append(
             f"  {num(m.a_count)} → {num(m.b_count)} launches/{unit}, {us(m.a_ns)} → {us(m.b_ns)} GPU µs/{unit}"
             f" ({delta_us(m.delta_ns)})"

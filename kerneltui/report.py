@@ -20,7 +20,7 @@ from kerneltui.terminal_text import json_safe, printable, printable_lines
 from kerneltui.trace.model import Trace
 from kerneltui.trace.schema import KIND_LABEL, Kind
 from kerneltui.trace.summary import TraceSummary
-from kerneltui.units import ellipsize, fmt_ns, fmt_share, middle_ellipsize, plural
+from kerneltui.units import distinct_cuts, ellipsize, fmt_ns, fmt_share, plural
 
 LAUNCH_COLUMNS = ["ts_ns", "dur_ns", "device", "stream", "kind", "short", "full_name", "op", "launch", "iteration", "step"]
 
@@ -98,14 +98,16 @@ def kernel_table_text(kernels: pd.DataFrame, width: int, full_names: bool = Fals
         name_width = min(70, max(len(n) for n in names)) if len(kernels) else 6
         op_width = max(4, width - name_width - len(NUMBERS_HEAD) - 2)
         lines = [f"{'kernel':<{name_width}} {NUMBERS_HEAD} op"]
+        shown = distinct_cuts(names, name_width)  # cut so that rows stay told apart
         for name, r in zip(names, kernels.itertuples(index=False)):
-            name = middle_ellipsize(name, name_width)
+            name = shown[name]
             lines.append(f"{name:<{name_width}} {_numbers(r)} {ellipsize(printable(str(r.op)), op_width)}".rstrip())
         return lines
     op_width = width - len(NUMBERS_HEAD) - 3
     lines = [f"{'kernel':<{op_width + 2}} {NUMBERS_HEAD}", "  launched by"]
+    shown = distinct_cuts(names, width)
     for name, r in zip(names, kernels.itertuples(index=False)):
-        lines.append(middle_ellipsize(name, width))
+        lines.append(shown[name])
         lines.append(f"  {ellipsize(printable(str(r.op)), op_width):<{op_width}} {_numbers(r)}")
     return lines
 
@@ -123,11 +125,12 @@ def launch_table_text(launches: pd.DataFrame, width: int, full_names: bool = Fal
     op_width = max(4, width - len(head) - name_width - 1)
     lines = [f"{head}{'kernel':<{name_width}} {'op'}"]
     name_col = "full_name" if full_names else "short"
+    shown = distinct_cuts((printable(str(n)) for n in launches[name_col].unique()), name_width)
     for r in launches.itertuples(index=False):
         it = str(r.step if r.step >= 0 else (r.iteration + 1 if r.iteration >= 0 else "-"))
         lines.append(
             f"{fmt_ns(r.ts_ns):>10} {fmt_ns(r.dur_ns):>8} {r.stream:>4} {it:>4} "
-            f"{middle_ellipsize(printable(getattr(r, name_col)), name_width):<{name_width}}"
+            f"{shown[printable(str(getattr(r, name_col)))]:<{name_width}}"
             f" {ellipsize(printable(r.op), op_width)}".rstrip()
         )
     return lines

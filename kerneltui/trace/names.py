@@ -24,6 +24,21 @@ Names with nothing to shorten are returned unchanged: Triton kernels
 ``cutlass_*``: anything without ``::``, ``<`` or ``(``) and the
 memcpy/memset activity names (``Memcpy HtoD (Pinned -> Device)``).
 
+Three more rules, for library kernels:
+
+* A name the trace kept mangled (``_ZN17cutlass__5x_cudnn6Kernel...``, 1,600+
+  characters) is demangled first (``trace.demangle``) and shortened like the
+  rest; one that does not demangle is shown as it is.
+* Generic entry points that only launch their first type argument,
+  ``cutlass::Kernel<Op>`` (``Kernel2``, ``device_kernel``) and
+  ``ck_tile::kentry<N, Op>``, are named by ``Op``: ``Kernel<cutlass_80_..._align8>``
+  is the flat ``cutlass_80_..._align8``, and
+  ``Kernel<conv::kernel::ImplicitGemmConvolution<...>>`` is
+  ``ImplicitGemmConvolution<...>``.
+* A CUTLASS threadblock tile (the first ``GemmShape<M, N, K>``) is added to the
+  key as ``,MxNxK``: cuDNN runs several tilings of one convolution, and the tile
+  is what tells them apart (``ImplicitGemmConvolution<ImplicitGemmMultistage,64x128x32>[bf16]``).
+
 The rules do not guarantee distinct results for every possible input, so
 ``short_names`` maps a whole set of names and adds ``#2``, ``#3``... to any that
 still collide. Aggregate by *full* name; short names are for display only.
@@ -35,6 +50,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from functools import lru_cache
+
+from kerneltui.trace.demangle import demangle, is_mangled
 
 __all__ = ["short_name", "short_names"]
 
@@ -73,6 +90,14 @@ _SCALAR_TAGS: dict[str, str] = {
     "qint8": "qi8",
     "quint8": "qu8",
     "qint32": "qi32",
+    # CUTLASS / CK / C++23 element types (``cutlass::bfloat16_t``, ``std::bfloat16_t``...)
+    "bfloat16_t": "bf16",
+    "half_t": "f16",
+    "tfloat32_t": "tf32",
+    "float_e4m3_t": "f8e4m3fn",
+    "float_e5m2_t": "f8e5m2",
+    "_Float16": "f16",
+    "__bf16": "bf16",
 }
 
 # ``c10::complex<T>`` -> tag by T.
@@ -111,6 +136,8 @@ _STOP: frozenset[str] = frozenset(
         # cub/thrust plumbing
         "policy_hub", "ScanTileState", "identity_decomposer_t", "use_default",
         "SortOrder", "VSMemHelper", "vsmem_t",
+        # CUTLASS / CK shape descriptors (the tile shape is read by ``_gemm_tile``)
+        "GemmShape", "MatrixShape", "PitchLinearShape", "sequence",
     }
     | _INT_WORDS
     | set(_SCALAR_TAGS)
@@ -345,6 +372,9 @@ def _key_and_dtype(targs: str) -> tuple[str | None, str | None]:
         k += 1
     if scalar_wrapped:
         key = f"{key},scalar" if key else "scalar"
+    tile = _gemm_tile(targs)
+    if tile:
+        key = f"{key},{tile}" if key else tile
     if key is not None and key.endswith("Functor"):
         # foreach kernels carry their op as a std functional (``std::plus<float>``)
         # after a generic functor: ``_foreach_add_`` and ``_foreach_mul_`` differ only there.
@@ -352,6 +382,45 @@ def _key_and_dtype(targs: str) -> tuple[str | None, str | None]:
         if op:
             key = f"{key},{op}"
     return key, dtype
+
+
+def _gemm_tile(targs: str) -> str | None:
+    """``MxNxK`` of the first ``GemmShape<M, N, K>``: a CUTLASS kernel's threadblock tile,
+    what tells its instantiations apart (cuDNN runs several of one convolution)."""
+    i = targs.find("GemmShape<")
+    if i < 0:
+        return None
+    i += len("GemmShape<")
+    j = targs.find(">", i)
+    dims = [d.strip() for d in targs[i:j].split(",")] if j > i else []
+    if len(dims) == 3 and all(d.isdigit() for d in dims):
+        return "x".join(dims)
+    return None
+
+
+# Generic entry points that only launch the operator given as their first type
+# argument: CUTLASS's ``cutlass::Kernel<Op>`` / ``Kernel2`` / ``device_kernel``
+# and CK's ``ck_tile::kentry<N, Op>``. Value: the namespace the wrapper must be in.
+_WRAPPERS = {"Kernel": "cutlass", "Kernel2": "cutlass", "device_kernel": "cutlass", "kentry": "ck_tile"}
+
+
+def _first_type_arg(targs: str) -> str | None:
+    """The first depth-0 template argument that is a type (not ``1``, ``true``, ``(E)0``)."""
+    depth = 0
+    start = 0
+    n = len(targs)
+    for i in range(n + 1):
+        c = targs[i] if i < n else ","
+        if c in "<([{":
+            depth += 1
+        elif c in ">)]}":
+            depth -= 1
+        elif c == "," and depth == 0:
+            arg = targs[start:i].strip()
+            if arg and _is_ident_start(arg[0]) and arg not in ("true", "false"):
+                return arg
+            start = i + 1
+    return None
 
 
 def _is_passthrough(name: str) -> bool:
@@ -378,6 +447,15 @@ def short_name(full: str) -> str:
     >>> short_name("nvjet_sm90_tst_128x128_64x6_2x4_h_bz_NTT")
     'nvjet_sm90_tst_128x128_64x6_2x4_h_bz_NTT'
     """
+    if is_mangled(full):
+        # ``_ZN...``: the trace kept the mangled name. Shorten its demangled form;
+        # one that does not demangle is shown as it is.
+        demangled = demangle(full)
+        return full if demangled == full else _shorten(demangled)
+    return _shorten(full)
+
+
+def _shorten(full: str, unwrap: bool = True) -> str:
     if _is_passthrough(full):
         return full
     s = full.strip()
@@ -396,6 +474,11 @@ def short_name(full: str) -> str:
         # Not a shape these rules understand (e.g. a leading operator or
         # an unbalanced name): show it as it is rather than guess.
         return full
+    if unwrap and targs and base in _WRAPPERS and _WRAPPERS[base] in head:
+        # ``cutlass::Kernel<Op>``: the kernel is Op (a flat config name is shown whole)
+        inner = _first_type_arg(targs)
+        if inner:
+            return _shorten(inner, unwrap=False)
     key, dtype = _key_and_dtype(targs) if targs else (None, None)
     out = base
     if key:

@@ -9,6 +9,7 @@ from textual.binding import Binding
 from kerneltui.diff_report import delta_us, match_label, nbytes, num, side_rate, us
 from kerneltui.terminal_text import printable
 from kerneltui.tui.widgets.table import Column, VirtualTable
+from kerneltui.units import distinct_cuts, ellipsize
 
 # sort key -> (columns, ascending by default)
 SORTS = {
@@ -39,6 +40,9 @@ class MatchTable(VirtualTable):
         self.unit = unit
         self.order = np.arange(len(matches))
         self.sort_column = "match"
+        self._names = [printable(n) for n in matches["name"]]
+        self._cuts: dict[int, dict[str, str]] = {}  # width -> distinct_cuts of the names
+        self._drawing_width: int | None = None  # the table width while a row is drawn
 
     def columns(self) -> list[Column]:
         return [
@@ -61,7 +65,7 @@ class MatchTable(VirtualTable):
     def cells(self, index: int) -> list[str]:
         m = self.row(index)
         return [
-            printable(m.name),
+            self._shown_name(printable(m.name)),
             match_label(m.kind, m.confidence),
             f"{num(m.a_count)} → {num(m.b_count)}",
             f"{us(m.a_ns)} → {us(m.b_ns)}",
@@ -69,6 +73,24 @@ class MatchTable(VirtualTable):
             f"{nbytes(m.a_bytes)} → {nbytes(m.b_bytes)}",
             f"{side_rate(m, 'a')} → {side_rate(m, 'b')}",
         ]
+
+    def _row_strip(self, row: int, width: int):
+        self._drawing_width = width  # cells() then cuts names for the screen, so that rows stay told apart
+        try:
+            return super()._row_strip(row, width)
+        finally:
+            self._drawing_width = None
+
+    def _shown_name(self, name: str) -> str:
+        """The name as drawn: cut with ``distinct_cuts`` among all rows' names (whole outside drawing)."""
+        if self._drawing_width is None:
+            return name
+        width = next((w for c, w in self._layout(self._drawing_width) if c.key == "name"), 0)
+        if not width or len(name) <= width:
+            return name
+        if width not in self._cuts:
+            self._cuts[width] = distinct_cuts(self._names, width, cut=ellipsize)  # the column's own end cut
+        return self._cuts[width].get(name, name)
 
     def row_class(self, index: int) -> str | None:
         return "vtable--dim" if self.row(index).confidence == "low" else None

@@ -28,7 +28,7 @@ from textual.reactive import reactive
 
 from kerneltui.terminal_text import printable
 from kerneltui.tui.widgets.table import Column, VirtualTable
-from kerneltui.units import fmt_ns, fmt_share
+from kerneltui.units import distinct_cuts, fmt_ns, fmt_share
 
 KERNEL_COLUMNS = (
     Column("name", "Kernel", 0, middle=True, flex=2),
@@ -72,6 +72,8 @@ class KernelTable(VirtualTable):
         self._order = np.empty(0, np.int64)  # positions kept, in display order
         self._values: dict[str, np.ndarray] = {}
         self._natural: dict[str, int] = {}
+        self._cuts: dict[tuple[str, int], dict[str, str]] = {}  # (field, width) -> distinct_cuts of the kept names
+        self._drawing_width: int | None = None  # the table width while a row is drawn
         self.sort_column, self.sort_reverse = "total", True
 
     # -- data -----------------------------------------------------------------
@@ -87,7 +89,7 @@ class KernelTable(VirtualTable):
                     self._values[c] = _printable_array(self._values[c])
             self._natural: dict[str, int] = {}
         self._rows = np.arange(len(stats)) if rows is None else np.asarray(rows, np.int64)
-        self._natural = {}
+        self._natural, self._cuts = {}, {}
         # an empty table means "filtered out" only when there was something to filter
         self.empty_text = NO_MATCH if len(stats) else NO_GPU_WORK
         self._apply_sort()
@@ -118,7 +120,7 @@ class KernelTable(VirtualTable):
         return True
 
     def watch_full_names(self) -> None:
-        self._natural = {}
+        self._natural, self._cuts = {}, {}
         if self.sort_column == "name":
             self._apply_sort()
         self.reset()
@@ -149,8 +151,29 @@ class KernelTable(VirtualTable):
             field = self._field(c.key)
             value = self._values[field][at] if field in self._values else ""
             fmt = self._formatters.get(c.key, str)
-            out.append(str(value) if c.key == "name" else fmt(value))
+            out.append(self._shown_name(str(value)) if c.key == "name" else fmt(value))
         return out
+
+    def _row_strip(self, row: int, width: int):
+        self._drawing_width = width  # cells() then cuts names for the screen, so that rows stay told apart
+        try:
+            return super()._row_strip(row, width)
+        finally:
+            self._drawing_width = None
+
+    def _shown_name(self, name: str) -> str:
+        """The name as drawn: cut with ``distinct_cuts`` among the kept rows' names (whole outside drawing)."""
+        if self._drawing_width is None or not self.cut_in_middle():
+            return name
+        width = next((w for c, w in self._layout(self._drawing_width) if c.key == "name" and c.middle), 0)
+        field = self._field("name")
+        if not width or len(name) <= width or field not in self._values:
+            return name
+        cuts = self._cuts.get((field, width))
+        if cuts is None:
+            kept = self._values[field][self._rows] if len(self._rows) else self._values[field]
+            cuts = self._cuts[(field, width)] = distinct_cuts([str(v) for v in kept], width)
+        return cuts.get(name, name)
 
     # -- helpers ----------------------------------------------------------------
     def _field(self, key: str) -> str:

@@ -25,7 +25,7 @@ from kerneltui.terminal_text import printable
 from kerneltui.trace.schema import KIND_LABEL, Kind
 from kerneltui.tui.model import Browse, EventList, Kernels
 from kerneltui.tui.widgets.table import Column, VirtualTable
-from kerneltui.units import fmt_ns
+from kerneltui.units import distinct_cuts, fmt_ns
 
 LAUNCH_COLUMNS = (
     Column("start", "Start", 9, "right"),
@@ -52,6 +52,8 @@ class LaunchList(VirtualTable):
         self._natural: dict[str, int | None] = {}
         self._short: tuple[str, ...] = ()
         self._full: tuple[str, ...] = ()
+        self._cuts: dict[tuple[bool, int], dict[str, str]] = {}  # (full_names, width) -> distinct_cuts of kernel names
+        self._drawing_width: int | None = None  # the table width while a row is drawn
         self.sort_column, self.sort_reverse = "start", False
 
     def set_source(self, kernels: Kernels, browse: Browse | None) -> None:
@@ -69,7 +71,7 @@ class LaunchList(VirtualTable):
         self._short = tuple(printable(n) for n in kernels.key_short)  # per key code, as drawn
         self._full = tuple(printable(n) for n in kernels.key_full)
         self._lane_tid = [str(t) for t in trace.lanes["tid"]]
-        self._natural = {}
+        self._natural, self._cuts = {}, {}
         self.reset()
 
     def set_events(self, events: EventList) -> None:
@@ -108,7 +110,7 @@ class LaunchList(VirtualTable):
         return True
 
     def watch_full_names(self) -> None:
-        self._natural = {}
+        self._natural, self._cuts = {}, {}
         if self.sort_column == "name":
             self._apply_sort()
         self.reset()
@@ -142,10 +144,29 @@ class LaunchList(VirtualTable):
         dur = fmt_ns(self._ev_dur[event])
         if launch >= 0:
             return [start, dur, f"s{self._stream[launch]}", self._step_text(launch),
-                    self._names()[self.kernels.key_codes[launch]], self._op_names[self._op[launch]]]
+                    self._shown_name(self._names()[self.kernels.key_codes[launch]]), self._op_names[self._op[launch]]]
         kind = KIND_LABEL.get(Kind(int(self._ev_kind[event])), "")
         name = printable(self.kernels.trace.name(int(self._ev_name[event])))
         return [start, dur, f"t{self._lane_tid[self._ev_lane[event]]}", "", name, f"({kind})"]
+
+    def _row_strip(self, row: int, width: int):
+        self._drawing_width = width  # cells() then cuts kernel names for the screen, so that rows stay told apart
+        try:
+            return super()._row_strip(row, width)
+        finally:
+            self._drawing_width = None
+
+    def _shown_name(self, name: str) -> str:
+        """A kernel name as drawn: cut with ``distinct_cuts`` among all kernel names (whole outside drawing)."""
+        if self._drawing_width is None or not self.cut_in_middle():
+            return name
+        width = next((w for c, w in self._layout(self._drawing_width) if c.key == "name" and c.middle), 0)
+        if not width or len(name) <= width:
+            return name
+        cuts = self._cuts.get((self.full_names, width))
+        if cuts is None:
+            cuts = self._cuts[(self.full_names, width)] = distinct_cuts(self._names(), width)
+        return cuts.get(name, name)
 
     def _names(self) -> tuple[str, ...]:
         """Kernel names as drawn, per key code."""
