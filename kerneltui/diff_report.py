@@ -15,7 +15,7 @@ import textwrap
 import orjson
 
 from kerneltui.terminal_text import json_safe, printable, printable_lines
-from kerneltui.trace.diff import SideFacts, TraceDiff
+from kerneltui.analysis.compare.diff import SideFacts, TraceDiff
 from kerneltui.units import distinct_cuts, ellipsize, fmt_bytes, fmt_ns
 
 WIDTH = 80
@@ -76,13 +76,19 @@ def headline_rows(d: TraceDiff) -> list[tuple[str, str, str, str]]:
         ("device", printable(a.device), printable(b.device), ""),
         (f"{unit}s", *(printable(f"{s.iterations} ({source_label(s)})") for s in (a, b)), ""),
         (f"launches/{unit}", num(a.launches), num(b.launches), ratio(r["launches"])),
+        (f"wall time/{unit}", fmt_ns(a.wall_ns), fmt_ns(b.wall_ns), ratio(r["wall_ns"])),
         (f"GPU time/{unit}", fmt_ns(a.gpu_ns), fmt_ns(b.gpu_ns), ratio(r["gpu_ns"])),
         ("GPU busy", f"{100 * a.busy_share:.1f}%", f"{100 * b.busy_share:.1f}%", ""),
         (f"CPU time/{unit}", fmt_ns(a.cpu_ns), fmt_ns(b.cpu_ns), ratio(r["cpu_ns"]) if cpu_known else "not compared"),
+        ("bound by", _bound(a), _bound(b), ""),
         (f"bytes moved/{unit}", nbytes(a.bytes), nbytes(b.bytes), ratio(r["bytes"])),
         ("array-sized transfers", num(a.transfers, 1), num(b.transfers, 1), ratio(r["transfers"])),
         ("achieved bandwidth", _side_bw(a), _side_bw(b), ""),
     ]
+
+
+def _bound(s: SideFacts) -> str:
+    return {"gpu": "GPU", "cpu": "CPU"}.get(s.bound, "unknown")
 
 
 def source_label(s: SideFacts) -> str:
@@ -102,6 +108,12 @@ def match_label(kind: str, confidence: str) -> str:
     return f"{kind}·{confidence}"
 
 
+def attribution_line(d: TraceDiff) -> str:
+    at = d.attribution
+    return (f"unmatched: {100 * at['a_unmatched_share']:.1f}% of A's GPU time, "
+            f"{100 * at['b_unmatched_share']:.1f}% of B's (rows with nothing on the other side)")
+
+
 # -- table --------------------------------------------------------------------------
 def as_table(d: TraceDiff, top: int | None = None) -> str:
     lines = [f"A  {printable(d.a.path)}", f"B  {printable(d.b.path)}", ""]
@@ -110,10 +122,22 @@ def as_table(d: TraceDiff, top: int | None = None) -> str:
     for fact, a, b, r in rows:
         lines.append(f"{fact:<22}{ellipsize(a, 21):<22}{ellipsize(b, 21):<22}{r:>8}".rstrip())
     lines.append("")
+    if d.comparable.ok is False:
+        lines += _wrap("NOT COMPARABLE: " + "; ".join(d.comparable.reasons))
     lines += _wrap("; ".join(d.facts))
     lines += _wrap(d.verdict.text)
     lines.append("")
     unit = d.b.unit
+    if len(d.phases) > 1:
+        lines.append(f"{'phase':<22}{'A launches':>11}{'B launches':>11}{'A GPU/' + unit:>17}{'B GPU/' + unit:>17}")
+        for p in d.phases:
+            lines.append(f"{p.phase:<22}{num(p.a_launches):>11}{num(p.b_launches):>11}"
+                         f"{fmt_ns(p.a_ns):>17}{fmt_ns(p.b_ns):>17}")
+        for p in d.phases:
+            if p.b_outside_launches and p.phase != "optimizer":
+                lines += _wrap(f"B {p.phase}: {num(p.b_outside_launches)} launches ({fmt_ns(p.b_outside_ns)})"
+                               " ran outside any compiled region")
+        lines.append("")
     lines.append(f"{'kernels, A → B':<64}{'match':>16}")
     matches = d.matches if top is None else d.matches.head(top)
     names = [printable(n) for n in matches["name"]]
@@ -136,6 +160,7 @@ def as_table(d: TraceDiff, top: int | None = None) -> str:
         lines += _wrap(m.reason, indent="  ")
     if top is not None and len(d.matches) > top:
         lines.append(f"… {len(d.matches) - top} more (--top)")
+    lines += _wrap(attribution_line(d))
     if (d.matches["a_above_peak"] | d.matches["b_above_peak"]).any():
         lines.append(f"{ABOVE_PEAK} above the device's peak bandwidth (the row, or a kernel in it): data sat in L2")
     if d.notes:
@@ -153,12 +178,18 @@ def _wrap(text: str, indent: str = "") -> list[str]:
 # -- markdown -----------------------------------------------------------------------
 def as_markdown(d: TraceDiff, top: int | None = None) -> str:
     a_name, b_name = printable(os.path.basename(d.a.path)), printable(os.path.basename(d.b.path))
-    lines = [f"### kerneltui diff: `{a_name}` → `{b_name}`", "", f"**{printable('; '.join(d.facts))}**", "",
-             printable(d.verdict.text), ""]
+    lines = [f"### kerneltui diff: `{a_name}` → `{b_name}`", ""]
+    if d.comparable.ok is False:
+        lines += [f"**Not comparable:** {_md('; '.join(d.comparable.reasons))}", ""]
+    lines += [f"**{printable('; '.join(d.facts))}**", "", printable(d.verdict.text), ""]
     lines += ["| | A | B | B/A |", "|---|---|---|---|"]
     for fact, a, b, r in headline_rows(d):
         lines.append(f"| {fact} | {_md(a)} | {_md(b)} | {r} |")
     unit = d.b.unit
+    if len(d.phases) > 1:
+        lines += ["", f"| phase | A launches | B launches | A GPU/{unit} | B GPU/{unit} |", "|---|---:|---:|---:|---:|"]
+        lines += [f"| {p.phase} | {num(p.a_launches)} | {num(p.b_launches)} | {fmt_ns(p.a_ns)} | {fmt_ns(p.b_ns)} |"
+                  for p in d.phases]
     lines += [
         "",
         f"| kernel | match | launches/{unit} | GPU µs/{unit} | Δ µs | bytes/{unit} | achieved | reason |",
@@ -171,6 +202,7 @@ def as_markdown(d: TraceDiff, top: int | None = None) -> str:
             f" | {us(m.a_ns)} → {us(m.b_ns)} | {delta_us(m.delta_ns)} | {nbytes(m.a_bytes)} → {nbytes(m.b_bytes)}"
             f" | {side_rate(m, 'a')} → {side_rate(m, 'b')} | {_md(m.reason)} |"
         )
+    lines += ["", attribution_line(d)]
     if d.notes:
         lines += ["", "Not compared:", ""] + [f"- {_md(n)}" for n in d.notes]
     return printable_lines(lines)

@@ -15,6 +15,7 @@ from kerneltui.errors import UserError
 
 HELP = "Compare two traces: launches, GPU/CPU time, bytes moved, and which kernels replaced which."
 
+NOT_COMPARABLE = 3  # --fail-if-slower on two different workloads
 SHARE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*%?\s*$")
 
 
@@ -30,8 +31,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--fail-if-slower",
         metavar="PCT",
         type=parse_share,
-        help="exit 1 when B's GPU time per step/call is more than PCT above A's (e.g. 5%%);"
-        " prints the table unless --format says otherwise",
+        help="exit 1 when B's GPU time per step/call is more than PCT above A's (e.g. 5%%), exit 3 when the"
+        " two traces are not comparable (other inputs); prints the table unless --format says otherwise",
     )
     parser.add_argument("--top", type=positive_int, metavar="N", help="only the first N rows of the matched table")
 
@@ -54,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
     from kerneltui import diff_report
     from kerneltui.terminal_text import printable
     from kerneltui.trace import load_trace
-    from kerneltui.trace.diff import diff_traces
+    from kerneltui.analysis.compare.diff import diff_traces
 
     a, b = load_trace(args.a), load_trace(args.b)
     d = diff_traces(a, b)
@@ -70,6 +71,10 @@ def run(args: argparse.Namespace) -> int:
         for warning in trace.meta.warnings:
             print(printable(f"kerneltui: {trace.meta.path}: {warning}"), file=sys.stderr)
     if args.fail_if_slower is not None:
+        if d.comparable.ok is False:
+            # a speed-up across different inputs is no speed-up: never a silent pass
+            print(printable(f"kerneltui: not comparable: {d.comparable.reasons[0]}"), file=sys.stderr)
+            return NOT_COMPARABLE
         change = d.gpu_change
         if change != change:
             raise UserError("--fail-if-slower: no GPU time to compare in A or B")

@@ -209,13 +209,13 @@ async def test_diff_screen_shows_escaped_text_and_no_markup(tmp_path):
         text = assert_frame_inert(app)
         assert r"B b\x1b[31m.json" in text  # the side's panel and its timeline
         # cells of a Rich Table: a str there would be parsed as markup ([link=...] a hyperlink)
-        assert f"device    {DEVICE_SHOWN[:-7]}…" in text  # (cut to its column)
+        assert f"device    {DEVICE_SHOWN[:50]}" in text  # (cut to its column)
         assert f"2 ({STEP_SHOWN})" in text
         assert f"0 = start of {STEP_SHOWN} #2 · s switches" in text  # the border title: markup not parsed
 
         table = app.screen.query_one(MatchTable)
-        assert KERNEL_SHOWN in [table.cells(i)[0] for i in range(table.row_count())]
-        assert r"\x00\x7f[bold red]" in assert_widget_inert(table)
+        assert any(cell.startswith(KERNEL_SHOWN + " + ") for cell in (table.cells(i)[0] for i in range(table.row_count())))
+        assert r"\x00\x7f[bold" in assert_widget_inert(table)
 
         pair = app.screen.query_one(PairedTimelines)
         for timeline in pair.timelines:

@@ -29,26 +29,29 @@ B  traces/add_relu_1M_compiled.json.gz
 device                NVIDIA H200           NVIDIA H200
 calls                 1 (whole trace)       1 (whole trace)
 launches/call         2                     1                        0.50x
+wall time/call        452.9µs               917.1µs                  2.02x
 GPU time/call         4.26µs                2.53µs                   0.59x
 GPU busy              0.2%                  0.1%
-CPU time/call         2.19ms                2.36ms                not compared
+CPU time/call         155.4µs               661.1µs               not compared
+bound by              unknown               unknown
 bytes moved/call      20.0 MB               12.0 MB                  0.60x
 array-sized transfers 5                     3                        0.60x
 achieved bandwidth    4,699 GB/s 98%        4,747 GB/s 99%
 
 2 kernels → 1 per call; 5 array-sized transfers → 3; GPU time 4.26 → 2.53 µs per
-  call; triton_poi_fused_add_relu_0 ← add + relu: 2 launches → 1
-B is 1.68x faster on the GPU (2.53 vs 4.26 GPU µs/call).
+  call; B: 1 compiled region, 0 recompiles, 0 graph breaks; CPU launch calls 2 →
+  1 per call
+B is 1.68x faster (GPU time per call 4.26 → 2.53 µs). Every profiled call of A
+  and B held the profiler's start-up, so whether the CPU decides is unknown.
 
 kernels, A → B                                                             match
-triton_poi_fused_add_relu_0 ← add + relu                              fused·high
+add + clamp_min → triton_poi_fused_add_relu_0                         fused·high
   2 → 1 launches/call, 4.26 → 2.53 GPU µs/call (-1.73)
   20.0 MB → 12.0 MB, 5 → 3 transfers, 4,699 GB/s 98%! → 4,747 GB/s 99%
-  Inductor named it for add_relu; A's kernels were launched by add, relu
+  all of the forward's kernels on both sides (no library call to align on)
+unmatched: 0.0% of A's GPU time, 0.0% of B's (rows with nothing on the other
+  side)
 ! above the device's peak bandwidth (the row, or a kernel in it): data sat in L2
-
-not compared:
-  CPU time: only 1 call, and the first absorbs profiler start-up
 """
 
 
@@ -70,11 +73,13 @@ def test_table_fits_80_columns_on_every_pair():
 def test_launch_bound_is_stated_in_the_table():
     a, b = shared_trace("add_relu_100_eager"), shared_trace("add_relu_100_compiled")
     out = kerneltui("diff", str(a), str(b), "--format", "table").stdout
-    assert "CPU time/call         42.4µs                190.0µs                  4.48x\n" in out
+    # the first call holds the profiler's start-up: the median of the other two
+    assert "CPU time/call         37.6µs                152.2µs                  4.05x\n" in out
+    assert "bound by              CPU                   CPU\n" in out
     assert (
-        "Launch-bound: B has less GPU time (0.72 vs 1.89 GPU µs/call) but more CPU time\n"
-        "  (190.02 vs 42.42 CPU µs/call); its GPU is idle most of the call waiting for\n"
-        "  launches, so end to end B is likely slower.\n"
+        "CPU-bound: B's GPU time fell 1.89 → 0.72 µs per call, but launching takes 37.6 →\n"
+        "  152.2 µs of CPU ops per call: B is slower end to end, at least 1.35x, even\n"
+        "  allowing for the profiler's overhead.\n"
     ) in out
 
 
@@ -82,34 +87,31 @@ def test_markdown_of_the_example_pair():
     result = kerneltui("diff", EAGER, COMPILED, "--format", "markdown")
     assert result.returncode == 0, result.stderr
     assert result.stdout == (
-        "### kerneltui diff: `add_relu_1M_eager.json.gz` → `add_relu_1M_compiled.json.gz`\n"
-        "\n"
-        "**2 kernels → 1 per call; 5 array-sized transfers → 3; GPU time 4.26 → 2.53 µs per call;"
-        " triton_poi_fused_add_relu_0 ← add + relu: 2 launches → 1**\n"
-        "\n"
-        "B is 1.68x faster on the GPU (2.53 vs 4.26 GPU µs/call).\n"
-        "\n"
-        "| | A | B | B/A |\n"
-        "|---|---|---|---|\n"
-        "| device | NVIDIA H200 | NVIDIA H200 |  |\n"
-        "| calls | 1 (whole trace) | 1 (whole trace) |  |\n"
-        "| launches/call | 2 | 1 | 0.50x |\n"
-        "| GPU time/call | 4.26µs | 2.53µs | 0.59x |\n"
-        "| GPU busy | 0.2% | 0.1% |  |\n"
-        "| CPU time/call | 2.19ms | 2.36ms | not compared |\n"
-        "| bytes moved/call | 20.0 MB | 12.0 MB | 0.60x |\n"
-        "| array-sized transfers | 5 | 3 | 0.60x |\n"
-        "| achieved bandwidth | 4,699 GB/s 98% | 4,747 GB/s 99% |  |\n"
-        "\n"
-        "| kernel | match | launches/call | GPU µs/call | Δ µs | bytes/call | achieved | reason |\n"
-        "|---|---|---|---|---:|---|---|---|\n"
-        "| `triton_poi_fused_add_relu_0 ← add + relu` | fused·high | 2 → 1 | 4.26 → 2.53 | -1.73"
-        " | 20.0 MB → 12.0 MB | 4,699 GB/s 98%! → 4,747 GB/s 99%"
-        " | Inductor named it for add_relu; A's kernels were launched by add, relu |\n"
-        "\n"
-        "Not compared:\n"
-        "\n"
-        "- CPU time: only 1 call, and the first absorbs profiler start-up\n"
+        '### kerneltui diff: `add_relu_1M_eager.json.gz` → `add_relu_1M_compiled.json.gz`\n'
+        '\n'
+        '**2 kernels → 1 per call; 5 array-sized transfers → 3; GPU time 4.26 → 2.53 µs per call; B: 1 compiled region, 0 recompiles, 0 graph breaks; CPU launch calls 2 → 1 per call**\n'
+        '\n'
+        "B is 1.68x faster (GPU time per call 4.26 → 2.53 µs). Every profiled call of A and B held the profiler's start-up, so whether the CPU decides is unknown.\n"
+        '\n'
+        '| | A | B | B/A |\n'
+        '|---|---|---|---|\n'
+        '| device | NVIDIA H200 | NVIDIA H200 |  |\n'
+        '| calls | 1 (whole trace) | 1 (whole trace) |  |\n'
+        '| launches/call | 2 | 1 | 0.50x |\n'
+        '| wall time/call | 452.9µs | 917.1µs | 2.02x |\n'
+        '| GPU time/call | 4.26µs | 2.53µs | 0.59x |\n'
+        '| GPU busy | 0.2% | 0.1% |  |\n'
+        '| CPU time/call | 155.4µs | 661.1µs | not compared |\n'
+        '| bound by | unknown | unknown |  |\n'
+        '| bytes moved/call | 20.0 MB | 12.0 MB | 0.60x |\n'
+        '| array-sized transfers | 5 | 3 | 0.60x |\n'
+        '| achieved bandwidth | 4,699 GB/s 98% | 4,747 GB/s 99% |  |\n'
+        '\n'
+        '| kernel | match | launches/call | GPU µs/call | Δ µs | bytes/call | achieved | reason |\n'
+        '|---|---|---|---|---:|---|---|---|\n'
+        "| `add + clamp_min → triton_poi_fused_add_relu_0` | fused·high | 2 → 1 | 4.26 → 2.53 | -1.73 | 20.0 MB → 12.0 MB | 4,699 GB/s 98%! → 4,747 GB/s 99% | all of the forward's kernels on both sides (no library call to align on) |\n"
+        '\n'
+        "unmatched: 0.0% of A's GPU time, 0.0% of B's (rows with nothing on the other side)\n"
     )
 
 
@@ -124,9 +126,29 @@ def test_json_of_the_example_pair():
     assert (doc["a"]["gpu_ns"], doc["b"]["gpu_ns"]) == (4256, 2528)
     assert doc["ratios"]["cpu_ns"] is None  # not compared: one call each
     assert doc["facts"][:2] == ["2 kernels → 1 per call", "5 array-sized transfers → 3"]
-    assert doc["verdict"] == {"kind": "faster", "text": "B is 1.68x faster on the GPU (2.53 vs 4.26 GPU µs/call)."}
+    assert doc["verdict"] == {
+        "kind": "faster", "ratio": pytest.approx(4256 / 2528), "quantity": "gpu",
+        "text": "B is 1.68x faster (GPU time per call 4.26 → 2.53 µs). Every profiled call of A and B held the"
+                " profiler's start-up, so whether the CPU decides is unknown.",
+    }
+    assert doc["comparable"] == {"ok": True, "reasons": []}
+    assert (doc["a"]["bound"], doc["b"]["bound"]) == ("unknown", "unknown")
+    assert (doc["a"]["wall_ns"], doc["b"]["wall_ns"]) == (452894, 917093)  # the profiler window, less its overhead
+    assert doc["b"]["compile"] == {"regions": ["0/0"], "frames": 1, "recompiles": 0, "graph_breaks": 0,
+                                   "graph_replays_per_step": 0.0, "kernels_per_replay": 0.0,
+                                   "launch_calls_per_step": 1.0}
+    assert doc["phases"] == [{"phase": "forward", "a_launches": 2.0, "b_launches": 1.0, "a_ns": 4256.0, "b_ns": 2528.0,
+                              "a_outside_launches": None, "a_outside_ns": None, "b_outside_launches": 0.0,
+                              "b_outside_ns": 0.0}]
+    assert doc["attribution"] == {"a_unmatched_share": 0.0, "b_unmatched_share": 0.0}
     [match] = doc["matches"]
-    assert match["name"] == "triton_poi_fused_add_relu_0 ← add + relu"
+    assert match["name"] == "add + clamp_min → triton_poi_fused_add_relu_0"
+    assert match["a_kernels"] == [
+        "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, std::array<char*, 3ul> >"
+        "(int, at::native::CUDAFunctor_add<float>, std::array<char*, 3ul>)",
+        match["a_kernels"][1],
+    ] and "launch_clamp_scalar" in match["a_kernels"][1]
+    assert match["b_kernels"] == ["triton_poi_fused_add_relu_0"]
     assert (match["kind"], match["confidence"], match["a_count"], match["b_count"]) == ("fused", "high", 2, 1)
     assert (match["a_bytes"], match["b_bytes"]) == (20_000_000, 12_000_000)
     # eager add alone ran at 5.28 TB/s, above the H200's 4.8 (L2): the row is flagged though its mean is 98%
@@ -149,6 +171,17 @@ def test_fail_if_slower(args, code, stderr):
     result = kerneltui("diff", *args)
     assert (result.returncode, result.stderr) == (code, stderr)
     assert result.stdout  # the report is printed either way (table unless --format)
+
+
+def test_fail_if_slower_on_different_inputs_exits_3_never_a_silent_pass():
+    a, b = shared_trace("add_relu_100_eager"), shared_trace("add_relu_10000000_compiled")
+    result = kerneltui("diff", str(a), str(b), "--fail-if-slower", "5%")
+    assert result.returncode == 3
+    assert result.stderr == "kerneltui: not comparable: inputs differ: largest tensor [100] vs [10000000]\n"
+    assert "NOT COMPARABLE: inputs differ: largest tensor [100] vs [10000000]" in result.stdout
+    doc = json.loads(kerneltui("diff", str(a), str(b), "--format", "json").stdout)
+    assert doc["comparable"] == {"ok": False, "reasons": ["inputs differ: largest tensor [100] vs [10000000]"]}
+    assert doc["verdict"]["kind"] == "not comparable" and doc["verdict"]["ratio"] is None
 
 
 def test_fail_if_slower_needs_a_percentage():

@@ -324,7 +324,7 @@ def test_diff_markdown_escapes_every_trace_text(tmp_path):
     assert text.startswith("### kerneltui diff: `a.json` → `b\\x1b[31m.json`\n")
     assert f"| device | {DEVICE_SHOWN} | {DEVICE_SHOWN} |  |" in text
     assert f"| calls | 2 ({STEP_SHOWN}) | 2 ({STEP_SHOWN}) |  |" in text
-    assert f"| `{KERNEL_SHOWN}` | same·high |" in text
+    assert f"| `{KERNEL_SHOWN} + " in text and "| same·high |" in text  # both kernels in one row: same place, same kernels
 
 
 def test_diff_json_keeps_exact_names_and_writes_no_control_character(tmp_path):
@@ -333,7 +333,7 @@ def test_diff_json_keeps_exact_names_and_writes_no_control_character(tmp_path):
     assert rc == 0, err
     doc = json.loads(assert_inert(out))
     assert doc["a"]["device"] == DEVICE and doc["b"]["path"] == str(b)
-    assert KERNEL in [m["name"] for m in doc["matches"]]
+    assert any(KERNEL in m["a_kernels"] and KERNEL in m["b_kernels"] for m in doc["matches"])
 
 
 # -- error and warning lines --------------------------------------------------------------------
@@ -369,9 +369,13 @@ def test_the_cli_error_line_escapes_the_message(capsys):
 def test_open_prints_its_error_line_escaped_on_stderr(capsys, monkeypatch):
     import kerneltui.tui.app as tui_app
 
+    from kerneltui.tui.loading_app import LoadingApp
+
     class FailedApp:
         error = "/tmp/bad\x1b[31m.json: no such file"
         return_code = 2
+        loaded: list = []
+        after_exit_lines = LoadingApp.after_exit_lines
 
         def run(self):
             pass

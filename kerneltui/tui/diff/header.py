@@ -10,9 +10,9 @@ from __future__ import annotations
 from rich.table import Table
 from rich.text import Text
 
+from kerneltui.analysis.compare.diff import SideFacts, TraceDiff
 from kerneltui.diff_report import nbytes, num, ratio, source_label
 from kerneltui.terminal_text import printable
-from kerneltui.trace.diff import SideFacts, TraceDiff
 from kerneltui.units import fmt_ns
 
 
@@ -27,8 +27,12 @@ def headline_text(d: TraceDiff) -> Text:
 
 
 def verdict_text(d: TraceDiff) -> Text:
-    # launch-bound and mixed verdicts are the ones a plain speed-up would hide: make them stand out
-    style = {"launch-bound": "bold", "mixed": "bold", "slower": "bold"}.get(d.verdict.kind, "")
+    # the verdicts a plain speed-up would hide stand out: slower, undecided, different inputs
+    if d.comparable.ok is False:
+        text = Text("NOT COMPARABLE: ", style="bold reverse")
+        text.append(printable("; ".join(d.comparable.reasons)), style="bold")
+        return text
+    style = {"undecided": "bold", "slower": "bold", "not comparable": "bold"}.get(d.verdict.kind, "")
     return Text(printable(d.verdict.text), style=style)
 
 
@@ -43,24 +47,31 @@ def notes_text(d: TraceDiff) -> Text:
     return text
 
 
-def sides_table(d: TraceDiff, full: bool) -> Table:
-    """One column per side, one row per fact, and the B/A ratio; ``full`` adds device and calls."""
+def sides_table(d: TraceDiff, full: bool, compact: bool = False) -> Table:
+    """One column per side, one row per fact, and the B/A ratio; ``full`` adds device and calls.
+
+    ``compact`` (short screens): GPU and wall time alone, so the matched table keeps the room."""
     a, b, r = d.a, d.b, d.ratios
     unit = b.unit
     table = Table.grid(padding=(0, 1), expand=True)
-    table.add_column(no_wrap=True, style="dim")
+    table.add_column(no_wrap=True, style="dim", min_width=9)  # the longest label, "bandwidth"
     table.add_column(ratio=1, no_wrap=True, overflow="ellipsis")
     table.add_column(ratio=1, no_wrap=True, overflow="ellipsis")
     table.add_column(justify="right", no_wrap=True)
     table.add_row("", Text(f"A {_name(a)}", style="bold"), Text(f"B {_name(b)}", style="bold"), Text("B/A", style="dim"))
+    if compact:
+        table.add_row("GPU·wall", *(_bold(f"{fmt_ns(s.gpu_ns)} · {fmt_ns(s.wall_ns)}/{unit}") for s in (a, b)),
+                      ratio(r["gpu_ns"]))
+        return table
     if full:
         table.add_row("device", Text(printable(a.device)), Text(printable(b.device)), "")
         table.add_row(f"{unit}s", *(Text(printable(f"{s.iterations} ({source_label(s)})")) for s in (a, b)), "")
     table.add_row("launches", _bold(f"{num(a.launches)} per {unit}"), _bold(f"{num(b.launches)} per {unit}"),
                   ratio(r["launches"]))
+    table.add_row("wall", f"{fmt_ns(a.wall_ns)}/{unit}", f"{fmt_ns(b.wall_ns)}/{unit}", ratio(r["wall_ns"]))
     table.add_row("GPU", *(_gpu(s, unit) for s in (a, b)), ratio(r["gpu_ns"]))
     cpu_known = r["cpu_ns"] == r["cpu_ns"]
-    table.add_row("CPU", f"{fmt_ns(a.cpu_ns)}/{unit}", f"{fmt_ns(b.cpu_ns)}/{unit}",
+    table.add_row("CPU", _cpu(a, unit), _cpu(b, unit),
                   ratio(r["cpu_ns"]) if cpu_known else Text("not compared", style="dim"))
     table.add_row("moved", *(_moved(s) for s in (a, b)), ratio(r["bytes"]))
     table.add_row("bandwidth", *(_bandwidth(s) for s in (a, b)), "")
@@ -78,6 +89,13 @@ def _bold(text: str) -> Text:
 def _gpu(s: SideFacts, unit: str) -> Text:
     text = Text(f"{fmt_ns(s.gpu_ns)}/{unit}", style="bold")
     text.append(f", busy {100 * s.busy_share:.1f}%")
+    return text
+
+
+def _cpu(s: SideFacts, unit: str) -> Text:
+    text = Text(f"{fmt_ns(s.cpu_ns)}/{unit}")
+    if s.bound in ("gpu", "cpu"):
+        text.append(f", {s.bound.upper()}-bound", style="bold")
     return text
 
 

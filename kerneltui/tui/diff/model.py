@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kerneltui.trace.diff import TraceDiff, diff_traces
+from kerneltui.analysis.compare.diff import TraceDiff, diff_traces
 from kerneltui.trace.model import Trace
 from kerneltui.tui.lanes import Lane, lanes_from_trace
 
@@ -26,7 +26,10 @@ class SideView:
     calls: tuple[tuple[int, int], ...]  # (align, end) per step/call, absolute ns
     call_labels: tuple[str, ...]
     whole_trace: bool  # no steps/calls found: aligned at the first launch instead
-    keys: np.ndarray  # kernel key per GPU row (= lane id), to mark a matched row's kernels
+    keys: np.ndarray  # kernel key per GPU row (= lane id)
+    starts: np.ndarray  # absolute ns per GPU row: a matched row's extent, to zoom to it
+    ends: np.ndarray
+    iteration: np.ndarray  # step/call per GPU row
 
     def lanes_at(self, call: int) -> tuple[Lane, ...]:
         """The lanes with time 0 at a call's alignment point (a shift: no rebuild)."""
@@ -92,6 +95,9 @@ def _side(label: str, trace: Trace, call: int) -> SideView:
         call_labels=tuple(trace.iterations.labels) or ("whole trace",),
         whole_trace=whole,
         keys=trace.gpu["key"].astype(str).to_numpy(),
+        starts=trace.gpu["ts"].to_numpy(),
+        ends=trace.gpu["end"].to_numpy(),
+        iteration=trace.gpu["iteration"].to_numpy(),
     )
 
 
@@ -114,6 +120,19 @@ def own_bounds(lanes: tuple[Lane, ...]) -> tuple[int, int]:
     return shared_bounds(lanes, ())
 
 
-def marked(side: SideView, keys: tuple[str, ...]) -> np.ndarray:
+def marked(side: SideView, rows: tuple[int, ...]) -> np.ndarray:
     """Boolean mask over a side's GPU rows (lane ids): the kernels of one matched row."""
-    return np.isin(side.keys, np.asarray(keys, dtype=object))
+    mask = np.zeros(len(side.keys), bool)
+    mask[np.asarray(rows, np.int64)] = True
+    return mask
+
+
+def row_extent(side: SideView, rows: tuple[int, ...], call: int) -> tuple[int, int] | None:
+    """Where a matched row's kernels ran in one call, relative to that call's alignment point."""
+    index = min(call, len(side.calls) - 1)
+    rows = np.asarray(rows, np.int64)
+    rows = rows[side.iteration[rows] == index] if len(rows) else rows
+    if not len(rows):
+        return None
+    align = side.calls[index][0]
+    return int(side.starts[rows].min()) - align, int(side.ends[rows].max()) - align

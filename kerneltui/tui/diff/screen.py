@@ -30,7 +30,7 @@ class DiffScreen(Screen):
         Binding("c", "call(1)", "Next call", show=False, id="diff.next-call"),
         Binding("C", "call(-1)", "Previous call", show=False, id="diff.previous-call"),
         Binding("r", "reset_view", "Reset view", show=False, id="diff.reset"),
-        Binding("i", "notes", "What was not compared", show=False, id="diff.notes"),
+        Binding("i", "notes", "Not compared", id="diff.notes"),
         Binding("plus,equals_sign", "zoom(2.0)", "Zoom in", show=False, id="diff.zoom-in"),
         Binding("minus", "zoom(0.5)", "Zoom out", show=False, id="diff.zoom-out"),
         Binding("comma", "pan(-0.25)", "Pan left", show=False, id="diff.pan-left"),
@@ -45,7 +45,7 @@ class DiffScreen(Screen):
     def compose(self) -> ComposeResult:
         d = self.view.diff
         yield Static(headline_text(d), id="diff-headline")
-        yield Static(verdict_text(d), id="diff-verdict", classes=f"-{d.verdict.kind}")
+        yield Static(verdict_text(d), id="diff-verdict", classes="-" + d.verdict.kind.replace(" ", "-"))
         yield Static(notes_text(d), id="diff-notes", classes="" if d.notes else "-none")
         yield Static(sides_table(d, full=False), id="diff-sides")
         yield MatchTable(d.matches, d.b.unit, id="matches")
@@ -54,9 +54,10 @@ class DiffScreen(Screen):
         yield Footer()
 
     def on_resize(self) -> None:
-        # wide or tall: the sides also say device and how the calls were found
-        full = self.size.width >= 120 or self.size.height >= 36
-        self.query_one("#diff-sides", Static).update(sides_table(self.view.diff, full))
+        # wide or tall: the sides also say device and how the calls were found; short: GPU and wall alone
+        tall = self.size.height >= 36
+        full = self.size.width >= 120 or tall
+        self.query_one("#diff-sides", Static).update(sides_table(self.view.diff, full, compact=not tall))
         self.query_one(PairedTimelines).show_steps(self.size.height >= 36)
 
     def on_mount(self) -> None:
@@ -70,8 +71,15 @@ class DiffScreen(Screen):
     @on(MatchTable.Highlighted)
     def _show_match(self, event: MatchTable.Highlighted) -> None:
         m = event.table.row(event.row)
-        self.query_one(PairedTimelines).mark(m.a_keys, m.b_keys)
+        self.query_one(PairedTimelines).mark(m.a_rows, m.b_rows)
         self.query_one("#match-detail", Static).update(self._detail(m))
+
+    @on(MatchTable.Activated)
+    def _zoom_to_match(self, event: MatchTable.Activated) -> None:
+        """Enter on a row: both timelines zoom to its kernels."""
+        m = event.table.row(event.row)
+        if not self.query_one(PairedTimelines).zoom_to(m.a_rows, m.b_rows):
+            self.notify("this row has no kernel in the call shown (c / C change the call)", timeout=4)
 
     def _detail(self, m) -> Text:
         text = Text()
@@ -100,9 +108,11 @@ class DiffScreen(Screen):
         )
 
     def action_notes(self) -> None:
-        notes = self.view.diff.notes
-        text = "\n".join(printable(n) for n in notes) if notes else "everything compared"
-        self.notify(text, title="not compared", timeout=12, markup=False)
+        """The whole verdict (short screens cut it to two lines) and what was not compared."""
+        d = self.view.diff
+        notes = "\n".join(printable(n) for n in d.notes) if d.notes else "everything compared"
+        self.notify(f"{printable(d.verdict.text)}\n\nnot compared:\n{notes}", title="verdict", timeout=15,
+                    markup=False)
 
     def action_toggle_scale(self) -> None:
         linked = self.query_one(PairedTimelines).toggle_link()
@@ -135,16 +145,18 @@ class DiffScreen(Screen):
 def _table_moves() -> list[tuple[str, str]]:
     return [
         ("↑ ↓ pgup pgdn", "move; the row's kernels are underlined on both timelines"),
+        ("⏎", "zoom both timelines to the row's kernels (r resets)"),
         ("tab", "focus: table → timeline A → timeline B"),
     ]
 
 
 def _legend() -> list[tuple[str, str]]:
     return [
-        ("same", "the same kernel on both sides"),
-        ("fused", "an Inductor kernel ← the kernels of the ops its name lists"),
-        ("op", "different kernels launched by the same op (e.g. another GEMM)"),
-        ("only A/B", "no counterpart found; 'low' when a region they share makes it uncertain"),
+        ("same", "the same kernels on both sides, the same count per step"),
+        ("replaced", "the same library call (op and shapes) or 0-d update, done by other kernels"),
+        ("fused", "what A ran between two library calls → what B ran between the same two"),
+        ("cast", "dtype casts on both sides: Inductor left them standalone"),
+        ("only A/B", "removed, or new in B: nothing on the other side in that place"),
         ("transfers", "bytes moved / size of the largest tensor of the call"),
         ("!", "bandwidth above the device's peak: the data sat in cache"),
     ]

@@ -1,4 +1,4 @@
-"""The matched table: kernels of A and B, same / fused / same op / one side only, sortable by delta."""
+"""The matched table: kernels of A and B, same / replaced / fused / cast / one side only, sortable by delta."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ SORTS = {
     "name": (["name"], True),
     "match": (["_kind", "_total"], True),
 }
-KIND_RANK = {"same": 0, "renamed": 1, "fused": 2, "op": 3, "only A": 4, "only B": 5}
+KIND_RANK = {"same": 0, "replaced": 1, "fused": 2, "cast": 3, "only A": 4, "only B": 5}
 
 
 class MatchTable(VirtualTable):

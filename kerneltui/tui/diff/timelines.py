@@ -16,7 +16,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 
 from kerneltui.terminal_text import printable
-from kerneltui.tui.diff.model import DiffView, marked, own_bounds, shared_bounds
+from kerneltui.tui.diff.model import DiffView, marked, own_bounds, row_extent, shared_bounds
 from kerneltui.tui.widgets.timeline import Timeline
 
 
@@ -92,10 +92,26 @@ class PairedTimelines(Vertical):
         if not self.linked:
             self.timelines[1].pan(fraction)
 
-    def mark(self, a_keys: tuple[str, ...], b_keys: tuple[str, ...]) -> None:
+    def mark(self, a_rows: tuple[int, ...], b_rows: tuple[int, ...]) -> None:
         """Underline the kernels of one matched row on both timelines."""
-        for timeline, side, keys in zip(self.timelines, (self.view.a, self.view.b), (a_keys, b_keys)):
-            timeline.set_marked(marked(side, keys))
+        for timeline, side, rows in zip(self.timelines, (self.view.a, self.view.b), (a_rows, b_rows)):
+            timeline.set_marked(marked(side, rows))
+
+    def zoom_to(self, a_rows: tuple[int, ...], b_rows: tuple[int, ...]) -> bool:
+        """Both timelines on a matched row's kernels in the call shown (one span when linked)."""
+        spans = [row_extent(side, rows, self.call) for side, rows in ((self.view.a, a_rows), (self.view.b, b_rows))]
+        known = [s for s in spans if s is not None]
+        if not known:
+            return False
+        if self.linked:
+            start, end = min(s[0] for s in known), max(s[1] for s in known)
+            for timeline in self.timelines:
+                timeline.show_span(start, max(end, start + 1), margin=0.1)
+        else:
+            for timeline, span in zip(self.timelines, spans):
+                if span is not None:
+                    timeline.show_span(span[0], max(span[1], span[0] + 1), margin=0.1)
+        return True
 
     @on(Timeline.WindowChanged)
     def _follow(self, event: Timeline.WindowChanged) -> None:

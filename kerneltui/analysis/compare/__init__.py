@@ -1,0 +1,1 @@
+"""Comparing two traces (A, B): same workload?, faster?, where did the time go?, what did torch.compile do?"""

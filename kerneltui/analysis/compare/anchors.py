@@ -1,0 +1,185 @@
+"""What each GPU event is, for aligning two traces: library work (the anchors), casts, 0-d updates, the rest.
+
+Library kernels (GEMMs, convolutions, attention, collectives, copies) survive
+``torch.compile``: Inductor calls them as extern kernels, through the same aten
+op with the same shapes. They are the fixed points both kernel sequences share.
+Everything between two of them is what Inductor may have fused.
+
+An anchor is one invocation of a library op (all the kernels it launched: the
+memset and padding kernels cuDNN adds belong to the convolution), or, where a
+kernel has no op (CUDA-graph replays), one library kernel. Its identity is the
+op and its input shapes, so nvjet on one side and cutlass on the other are the
+same GEMM; an autotuned Triton template (``triton_tem_*``) is a GEMM of the
+same class, matched to the eager GEMM it replaced by position.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from kerneltui.trace.model import Trace, parse_shapes
+from kerneltui.trace.schema import Kind
+
+# Innermost ops whose kernels are library calls, by prefix (aten ops keep these names when compiled).
+LIBRARY_OPS = {
+    "gemm": ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::_scaled_mm", "aten::_grouped_mm",
+             "aten::addmv", "aten::mv", "aten::_int_mm", "aten::_addmm_activation"),
+    "conv": ("aten::cudnn_convolution", "aten::convolution_backward", "aten::_convolution", "aten::miopen_convolution",
+             "aten::cudnn_convolution_transpose", "aten::mkldnn_convolution", "aten::convolution_overrideable"),
+    "attention": ("aten::_scaled_dot_product", "aten::_flash_attention", "aten::_efficient_attention",
+                  "aten::_cudnn_attention", "aten::_fused_sdp"),
+    "collective": ("nccl:", "c10d::", "record_param_comms", "_c10d_functional::"),
+}
+# Kernel names of library work launched without a library op (graph replays, other producers).
+LIBRARY_KERNELS = (
+    ("collective", re.compile(r"nccl|rccl|all_?reduce|all_?gather|reduce_?scatter|multimem", re.I)),
+    ("attention", re.compile(r"flash|fmha|sdpa|attention", re.I)),
+    ("conv", re.compile(r"fprop|dgrad|wgrad|convolve|conv2d|convolution", re.I)),
+    ("gemm", re.compile(r"nvjet|gemm|cublas|^Cijk_|xmma|cutlass|_matmul", re.I)),
+)
+TEMPLATE = re.compile(r"^triton_tem_")
+FUSED_OPS = re.compile(r"^triton_[a-z]+_fused_(?P<ops>.+?)_\d+$")
+SCALAR_TYPES = frozenset({"Scalar", "ScalarList", "", "None"})
+
+
+@dataclass(frozen=True)
+class EventRoles:
+    """Per row of ``trace.gpu``: its library class ("" if none), anchor id (-1 if none) and identity."""
+
+    library: np.ndarray  # str: "gemm", "conv", "attention", "collective", "copy" or ""
+    anchor: np.ndarray  # int: the anchor (op invocation) it belongs to, -1 outside anchors
+    identity: dict[int, tuple]  # anchor id -> (class, op, shapes) or (class, kernel key)
+    cast: np.ndarray  # bool: a dtype conversion and nothing else
+    scalar: np.ndarray  # bool: updates only 0-d tensors (BatchNorm's num_batches_tracked...)
+    scalar_signature: np.ndarray  # str: the op's tensor types, to pair 0-d updates across sides
+
+
+def event_roles(trace: Trace) -> EventRoles:
+    g = trace.gpu
+    n = len(g)
+    shapes_of_op = _ShapeReader(trace)
+    ops = g["op"].astype(str).to_numpy()
+    names = g["full_name"].astype(str).to_numpy()
+    keys = g["key"].astype(str).to_numpy()
+    kinds = g["kind"].to_numpy()
+    op_rows = g["op_row"].to_numpy()
+    classes: dict[tuple, str] = {}  # one decision per distinct (op, kernel, kind)
+    library = np.array(
+        [classes[k] if (k := (op, name, kind)) in classes else classes.setdefault(k, _library_class(*k))
+         for op, name, kind in zip(ops, names, kinds.tolist())],
+        dtype=object,
+    )
+    anchor = np.full(n, -1, np.int64)
+    identity: dict[int, tuple] = {}
+    # one anchor per library op invocation; without an op, one per library kernel
+    for i in np.flatnonzero(library != ""):
+        op_row = int(op_rows[i])
+        aid = op_row if op_row >= 0 and not TEMPLATE.match(names[i]) else -(i + 2)
+        anchor[i] = aid
+        if aid not in identity:
+            if aid >= 0 and _is_library_op(ops[i]):
+                identity[aid] = (library[i], ops[i], _shape_key(shapes_of_op(op_row)))
+            else:
+                identity[aid] = (library[i], keys[i])
+    # kernels a library op launched that are not library kernels themselves (cuDNN's memsets)
+    for i in np.flatnonzero((library == "") & (op_rows >= 0)):
+        if int(op_rows[i]) in identity and _is_library_op(ops[i]):
+            anchor[i] = int(op_rows[i])
+            library[i] = identity[int(op_rows[i])][0]
+    cast = np.zeros(n, bool)
+    scalar = np.zeros(n, bool)
+    signature = np.full(n, "", dtype=object)
+    for i in np.flatnonzero(anchor < 0):
+        op_row = int(op_rows[i])
+        if op_row < 0:
+            continue
+        shapes = shapes_of_op(op_row)
+        fused = FUSED_OPS.match(names[i])
+        if fused and fused["ops"].strip("_") in ("to_copy",):
+            cast[i] = True
+        elif ops[i] == "aten::copy_" and _converts(shapes):
+            cast[i] = True  # copy_ between two dtypes (autocast's to/_to_copy end here)
+        if kinds[i] == Kind.KERNEL and _all_zero_d(shapes):
+            scalar[i] = True
+            signature[i] = ",".join(str(t) for t in shapes["types"])
+    return EventRoles(library, anchor, identity, cast, scalar, signature)
+
+
+def _is_library_op(op: str) -> bool:
+    return any(op.startswith(prefixes) for prefixes in LIBRARY_OPS.values())
+
+
+def _library_class(op: str, name: str, kind: int) -> str:
+    if kind == Kind.MEMCPY:
+        return "copy"
+    if kind != Kind.KERNEL:
+        return ""
+    for cls, prefixes in LIBRARY_OPS.items():
+        if op.startswith(prefixes):
+            return cls
+    if TEMPLATE.match(name):
+        return "conv" if "convolution" in name else "gemm"
+    if name.startswith("triton_"):
+        return ""  # Inductor's own kernels are what the anchors bracket
+    if op and op.startswith("aten::") and not op.startswith(("aten::linear", "aten::matmul")):
+        return ""  # an aten op that is not a library call: elementwise, reductions
+    for cls, pattern in LIBRARY_KERNELS:
+        if pattern.search(name):
+            return cls
+    return ""
+
+
+def _shape_key(shapes: dict | None) -> tuple:
+    """The op's first two operands of highest rank: what it computes on (not addmm's bias, not the
+    ``out=`` buffer Inductor adds)."""
+    tensors = [d for d in (_tensor_dims(shapes) or []) if d]
+    rank = max((len(d) for d in tensors), default=0)
+    return tuple(_freeze(d) for d in tensors if len(d) == rank)[:2]
+
+
+def _freeze(value):
+    return tuple(_freeze(v) for v in value) if isinstance(value, list) else value
+
+
+def _tensor_dims(shapes: dict | None) -> list | None:
+    if not shapes:
+        return None
+    dims, types = shapes.get("dims") or [], shapes.get("types") or []
+    return [d for d, t in zip(dims, types) if str(t) not in SCALAR_TYPES and isinstance(d, list)]
+
+
+def _all_zero_d(shapes: dict | None) -> bool:
+    """Every input a 0-d tensor (lists of tensors record no usable shape: never 0-d)."""
+    types = [str(t) for t in (shapes or {}).get("types") or []]
+    if any("List" in t for t in types):
+        return False
+    tensors = _tensor_dims(shapes)
+    return bool(tensors) and all(d == [] for d in tensors)
+
+
+def _converts(shapes: dict | None) -> bool:
+    """copy_(dst, src) between two dtypes: a cast."""
+    types = (shapes or {}).get("types") or []
+    return len(types) >= 2 and types[0] != types[1] and str(types[0]) not in SCALAR_TYPES
+
+
+class _ShapeReader:
+    """record_shapes of an op row, parsed once per distinct record (ops repeat every step)."""
+
+    def __init__(self, trace: Trace):
+        self.trace = trace
+        self.at = trace.events["shapes_at"].to_numpy()
+        self.length = trace.events["shapes_len"].to_numpy()
+        self.parsed: dict[bytes, dict | None] = {}
+
+    def __call__(self, row: int) -> dict | None:
+        at = int(self.at[row])
+        if at < 0:
+            return None
+        text = self.trace.shapes_blob[at : at + int(self.length[row])]
+        if text not in self.parsed:
+            self.parsed[text] = parse_shapes(text)
+        return self.parsed[text]

@@ -1,0 +1,283 @@
+"""Diff two traces: are they comparable, is B faster and why, where the time went, what became what.
+
+``diff_traces(a, b)`` is a pure function of two loaded traces. It returns a
+frozen ``TraceDiff`` that the CLI report, the JSON output and the diff screen
+all read, so they show the same numbers:
+
+* ``comparable`` (workload.py): the same inputs, library work and device?
+* ``verdict`` (timing.py): wall, GPU, busy and CPU time per step, each side's
+  bound, and the sentence that says which quantity decides;
+* ``phases`` (phases.py): forward, backward, optimizer per step;
+* ``compile`` per side (compile_facts.py): regions, recompiles, graph breaks,
+  CUDA-graph replays;
+* ``matches`` (align.py, matches.py): the kernel sequences aligned on library
+  work, one row per match, every GPU µs of an aligned step in some row.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from kerneltui.analysis.compare.compile_facts import CompileFacts, compile_facts
+from kerneltui.analysis.compare.matches import matched_kernels
+from kerneltui.analysis.compare.phases import PhaseRow, gpu_phases, phase_breakdown
+from kerneltui.analysis.compare.timing import Timing, Verdict, timing, verdict
+from kerneltui.analysis.compare.workload import Comparability, compare_workloads
+from kerneltui.trace.model import Trace
+from kerneltui.trace.schema import Kind
+from kerneltui.trace.summary import summarize
+from kerneltui.trace.traffic import Traffic, compute_traffic
+from kerneltui.units import plural
+
+
+@dataclass(frozen=True)
+class SideFacts:
+    label: str  # "A" or "B"
+    path: str
+    device: str
+    torch: str  # from `kerneltui capture` metadata, "" when the trace does not say
+    unit: str  # "step" or "call"
+    iteration_source: str
+    iterations: int
+    launches: float  # GPU events (kernels, memcpy, memset) per step/call
+    kernels: float  # of which kernels
+    wall_ns: float  # the step's span (median over steps free of the profiler's start-up)
+    gpu_ns: float  # GPU time per step/call (sum of durations)
+    busy_ns: float  # union of GPU intervals per step/call
+    busy_share: float  # GPU busy / profiled window
+    cpu_ns: float  # top-level CPU op time per step/call (median over settled steps); NaN when unknown
+    bound: str  # "gpu", "cpu" or "unknown"
+    bytes: float  # moved through GPU memory per step/call; NaN when unknown
+    bytes_known_share: float  # share of GPU time whose bytes are known
+    largest_tensor: float  # bytes of the largest tensor of a step/call
+    transfers: float  # bytes / largest tensor: "array-sized transfers"
+    gbs: float  # achieved bandwidth over the kernels with known bytes (GEMMs excluded)
+    peak_gbs: float  # device peak, NaN when the device is not in the table
+    record_shapes: bool
+    with_stack: bool
+    compile: dict = field(default_factory=dict)  # CompileFacts as a dict
+    iteration_starts: tuple[int, ...] = ()
+    iteration_labels: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class TraceDiff:
+    a: SideFacts
+    b: SideFacts
+    comparable: Comparability
+    ratios: dict  # B / A for launches, kernels, wall_ns, gpu_ns, cpu_ns, bytes, transfers
+    verdict: Verdict
+    phases: tuple[PhaseRow, ...]
+    matches: pd.DataFrame  # see matches.MATCH_COLUMNS, plus transfers and rates
+    attribution: dict  # a_unmatched_share, b_unmatched_share: GPU time in rows whose other side is empty
+    notes: tuple[str, ...]  # what could not be compared, and why
+    facts: tuple[str, ...] = ()  # plain sentences: "2 kernels → 1 per call"
+    pairs: int = 0  # steps/calls aligned kernel by kernel
+
+    @property
+    def gpu_change(self) -> float:
+        """B's GPU time per step/call relative to A's: +0.05 = 5 % slower."""
+        r = self.ratios.get("gpu_ns", math.nan)
+        return r - 1.0 if r == r else math.nan
+
+    def to_dict(self) -> dict:
+        matches = self.matches.drop(columns=["a_rows", "b_rows"])
+        matches = matches.rename(columns={"a_keys": "a_kernels", "b_keys": "b_kernels"})
+        matches = matches.assign(a_kernels=[list(k) for k in matches["a_kernels"]],
+                                 b_kernels=[list(k) for k in matches["b_kernels"]])
+        matches = matches.astype(object).where(matches.notna(), None)
+        return {
+            "comparable": {"ok": self.comparable.ok, "reasons": list(self.comparable.reasons)},
+            "a": _side_dict(self.a),
+            "b": _side_dict(self.b),
+            "ratios": {k: (None if v != v else v) for k, v in self.ratios.items()},
+            "verdict": asdict(self.verdict),
+            "phases": [{k: v for k, v in asdict(p).items()} for p in self.phases],
+            "attribution": self.attribution,
+            "steps_aligned": self.pairs,
+            "facts": list(self.facts),
+            "notes": list(self.notes),
+            "matches": matches.to_dict("records"),
+        }
+
+
+def _side_dict(s: SideFacts) -> dict:
+    out = asdict(s)
+    return {k: (None if isinstance(v, float) and v != v else v) for k, v in out.items()}
+
+
+def diff_traces(a: Trace, b: Trace) -> TraceDiff:
+    ta, tb = compute_traffic(a), compute_traffic(b)
+    time_a, time_b = timing(a), timing(b)
+    side_a, side_b = _side("A", a, ta, time_a), _side("B", b, tb, time_b)
+    comparable = compare_workloads(a, b)
+    matches, pairs = matched_kernels(a, b, ta, tb, gpu_phases(a), gpu_phases(b))
+    matches = _with_rates(matches, side_a, side_b, ta, tb)
+    ratios = {
+        name: _ratio(getattr(side_b, name), getattr(side_a, name))
+        for name in ("launches", "kernels", "wall_ns", "gpu_ns", "cpu_ns", "bytes", "transfers")
+    }
+    if "unknown" in (side_a.bound, side_b.bound):
+        ratios["cpu_ns"] = math.nan
+    notes = _notes(a, b, side_a, side_b, comparable, pairs)
+    return TraceDiff(
+        side_a, side_b, comparable, ratios, verdict(time_a, time_b, comparable), tuple(phase_breakdown(a, b)),
+        matches, _attribution(matches), tuple(notes), tuple(_facts(side_a, side_b, matches)), pairs,
+    )
+
+
+def _ratio(b: float, a: float) -> float:
+    return b / a if a and a == a and b == b else math.nan
+
+
+def _side(label: str, trace: Trace, traffic: Traffic, t: Timing) -> SideFacts:
+    s = summarize(trace)
+    g = trace.gpu
+    its = trace.iterations
+    counted = g["iteration"].to_numpy() >= 0
+    n = max(its.count, 1)
+    tt = traffic.table[counted]
+    kernels = float((g["kind"].to_numpy()[counted] == Kind.KERNEL).sum()) / n
+    known = tt["bytes"].notna().to_numpy()
+    total_bytes = float(tt["bytes"].sum()) if known.any() else math.nan
+    # the largest tensor of each call, then the typical (median) call
+    largest = tt["largest"].groupby(g["iteration"].to_numpy()[counted]).max()
+    largest_tensor = float(largest.median()) if len(largest) and largest.notna().any() else math.nan
+    per_call = total_bytes / n
+    rate = tt[known & (tt["basis"] != "gemm").to_numpy()]
+    rate_ns = float(rate["dur"].to_numpy(np.float64).sum())  # float: an int64 sum may wrap
+    gbs = float(rate["bytes"].sum()) / rate_ns if len(rate) and rate_ns > 0 else math.nan
+    capture = trace.meta.capture or {}
+    facts: CompileFacts = compile_facts(trace)
+    return SideFacts(
+        label=label,
+        path=trace.meta.path,
+        device=trace.meta.device_name,
+        torch=str(capture.get("torch", "")),
+        unit=its.unit,
+        iteration_source=its.source,
+        iterations=its.count,
+        launches=s.launches_per_iteration,
+        kernels=kernels,
+        wall_ns=t.wall_ns,
+        gpu_ns=s.gpu_ns_per_iteration,
+        busy_ns=t.busy_ns,
+        busy_share=s.busy_share,
+        cpu_ns=t.cpu_ns if t.cpu_recorded else math.nan,  # CUDA-only: unknown, not 0
+        bound=t.bound,
+        bytes=per_call,
+        bytes_known_share=traffic.known_share,
+        largest_tensor=largest_tensor,
+        transfers=per_call / largest_tensor if largest_tensor and largest_tensor == largest_tensor else math.nan,
+        gbs=gbs,
+        peak_gbs=float(traffic.device.bandwidth_gbs) if traffic.device else math.nan,
+        record_shapes=trace.meta.record_shapes,
+        with_stack=trace.meta.with_stack,
+        compile=_compile_dict(facts),
+        iteration_starts=tuple(int(x) for x in its.starts),
+        iteration_labels=tuple(its.labels),
+    )
+
+
+def _compile_dict(f: CompileFacts) -> dict:
+    return {
+        "regions": list(f.regions),
+        "frames": f.frames,
+        "recompiles": f.recompiles,
+        "graph_breaks": f.graph_breaks,
+        "graph_replays_per_step": f.graph_replays_per_step,
+        "kernels_per_replay": f.kernels_per_replay,
+        "launch_calls_per_step": f.launch_calls_per_step,
+    }
+
+
+def _with_rates(m: pd.DataFrame, a: SideFacts, b: SideFacts, ta: Traffic, tb: Traffic) -> pd.DataFrame:
+    """Transfers per call (in units of each side's largest tensor) and achieved rates per row."""
+    m = m.copy()
+    for side, facts, traffic in (("a", a, ta), ("b", b, tb)):
+        ns = m[f"{side}_ns"].to_numpy(np.float64)
+        by = m[f"{side}_bytes"].to_numpy(np.float64)
+        fl = m[f"{side}_flops"].to_numpy(np.float64)
+        safe = np.where(ns > 0, ns, np.nan)
+        gemm = fl > 0
+        m[f"{side}_transfers"] = by / facts.largest_tensor if facts.largest_tensor == facts.largest_tensor else np.nan
+        m[f"{side}_gbs"] = np.where(gemm, np.nan, by / safe)
+        m[f"{side}_tflops"] = np.where(gemm, fl / safe / 1e3, np.nan)
+        peak = traffic.device.bandwidth_gbs if traffic.device else np.nan
+        m[f"{side}_peak_share"] = m[f"{side}_gbs"] / peak
+        # flagged when the row, or any one kernel in it, beat the peak (gemms are judged by FLOP/s)
+        fastest = np.where(gemm, np.nan, m[f"{side}_max_gbs"].to_numpy(np.float64))
+        m[f"{side}_above_peak"] = ((m[f"{side}_peak_share"] > 1.0) | (fastest / peak > 1.0)).to_numpy()
+        tags = pd.unique(m[f"{side}_dtype"])
+        peaks = {t: (traffic.device.peak_tflops(t) if traffic.device else None) or np.nan for t in tags}
+        m[f"{side}_flops_share"] = m[f"{side}_tflops"] / m[f"{side}_dtype"].map(peaks).to_numpy(np.float64)
+    return m
+
+
+def _attribution(m: pd.DataFrame) -> dict:
+    """Shares of each side's aligned GPU time in rows whose other side is empty."""
+    out = {}
+    for side, kind in (("a", "only A"), ("b", "only B")):
+        total = float(m[f"{side}_ns"].sum())
+        out[f"{side}_unmatched_share"] = float(m.loc[m["kind"] == kind, f"{side}_ns"].sum()) / total if total else 0.0
+    return out
+
+
+def _count(x: float) -> str:
+    return f"{x:.0f}" if abs(x - round(x)) < 0.05 else f"{x:.1f}"
+
+
+def _us(ns: float) -> str:
+    return f"{ns / 1e3:.2f}"
+
+
+def _facts(a: SideFacts, b: SideFacts, matches: pd.DataFrame) -> list[str]:
+    unit = b.unit
+    word = "kernels" if a.kernels == a.launches and b.kernels == b.launches else "launches"
+    facts = [f"{_count(a.launches)} {word} → {_count(b.launches)} per {unit}"]
+    if a.transfers == a.transfers and b.transfers == b.transfers:
+        facts.append(f"{_count(a.transfers)} array-sized transfers → {_count(b.transfers)}")
+    facts.append(f"GPU time {_us(a.gpu_ns)} → {_us(b.gpu_ns)} µs per {unit}")
+    for side in (a, b):
+        c = side.compile
+        if c.get("regions"):
+            facts.append(f"{side.label}: {plural(len(c['regions']), 'compiled region')}, "
+                         f"{plural(c['recompiles'], 'recompile')}, {plural(c['graph_breaks'], 'graph break')}")
+        if c.get("graph_replays_per_step"):
+            facts.append(f"{side.label}: {_count(c['graph_replays_per_step'])} CUDA-graph replays per {unit}, "
+                         f"{_count(c['kernels_per_replay'])} kernels each")
+    if a.compile.get("launch_calls_per_step") != b.compile.get("launch_calls_per_step"):
+        facts.append(f"CPU launch calls {_count(a.compile.get('launch_calls_per_step', 0))} → "
+                     f"{_count(b.compile.get('launch_calls_per_step', 0))} per {unit}")
+    return facts
+
+
+def _notes(ta: Trace, tb: Trace, a: SideFacts, b: SideFacts, comparable: Comparability, pairs: int) -> list[str]:
+    notes = list(comparable.reasons)
+    if a.torch and b.torch and a.torch != b.torch:
+        notes.append(f"different torch versions ({a.torch} vs {b.torch})")
+    for side in (a, b):
+        if side.peak_gbs != side.peak_gbs:
+            notes.append(f"{side.label}: device {side.device!r} is not in the peak table: GB/s without % of peak")
+        if not side.record_shapes:
+            notes.append(f"{side.label}: no record_shapes: bytes moved and transfers unknown")
+        elif side.bytes_known_share < 0.999:
+            notes.append(f"{side.label}: bytes known for {100 * side.bytes_known_share:.0f}% of GPU time only")
+    if a.iterations != b.iterations or a.iteration_source != b.iteration_source:
+        notes.append(
+            f"{plural(a.iterations, a.unit)} ({a.iteration_source}) vs {plural(b.iterations, b.unit)}"
+            f" ({b.iteration_source}): kernels aligned over the first {plural(pairs, b.unit)} of each"
+        )
+    for label, trace in (("A", ta), ("B", tb)):
+        if not (trace.events["kind"].to_numpy() == Kind.CPU_OP).any():
+            notes.append(f"{label}: no CPU ops (CUDA activity only): kernels aligned by name, not by op or shape")
+        if trace.meta.incomplete:
+            notes.append(f"{trace.meta.path}: the trace is not whole: {trace.meta.warnings[0]}")
+    return notes
+
+
+__all__ = ["SideFacts", "TraceDiff", "diff_traces"]

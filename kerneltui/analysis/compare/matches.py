@@ -1,0 +1,143 @@
+"""Aligned rows -> the matched table every output shows: names, counts, times, bytes and FLOPs per step.
+
+One row per match; each GPU event of an aligned step is in exactly one row, so
+the table's times add up to each side's GPU time per step. Bytes and FLOPs of a
+row are known only when they are known for every kernel in it: a partial sum
+would make a bandwidth look higher than it was.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+import pandas as pd
+
+from kerneltui.analysis.compare.align import Row
+
+MATCH_COLUMNS = ["kind", "phase", "name", "a_name", "b_name", "a_keys", "b_keys", "a_count", "b_count", "a_ns",
+                 "b_ns", "delta_ns", "a_bytes", "b_bytes", "a_flops", "b_flops", "a_dtype", "b_dtype", "a_largest",
+                 "b_largest", "a_max_gbs", "b_max_gbs", "confidence", "reason", "region", "a_rows", "b_rows"]
+NAMED = 2  # kernels named in a row's title before "+ N more"
+
+
+class SideColumns:
+    """The per-GPU-row arrays of one side that a row's figures are summed from."""
+
+    def __init__(self, trace, traffic):
+        g = trace.gpu
+        self.keys = g["key"].astype(str).to_numpy()
+        self.short = g["short"].astype(str).to_numpy()
+        self.op = g["op"].astype(str).to_numpy()
+        self.dur = g["dur"].to_numpy(np.float64)
+        t = traffic.table
+        self.bytes = t["bytes"].to_numpy(np.float64)
+        self.flops = t["flops"].to_numpy(np.float64)
+        self.largest = t["largest"].to_numpy(np.float64)
+        self.dtype = t["dtype"].astype(str).to_numpy()
+
+
+def match_table(rows: list[Row], a: SideColumns, b: SideColumns, pairs: int) -> pd.DataFrame:
+    records = [_record(row, a, b, max(pairs, 1)) for row in rows]
+    table = pd.DataFrame(records, columns=MATCH_COLUMNS)
+    # where the time went first: the largest change, then the most time
+    change = -table["delta_ns"].abs()
+    weight = -(table["a_ns"].fillna(0) + table["b_ns"].fillna(0))
+    return table.assign(_c=change, _w=weight).sort_values(["_c", "_w"], kind="stable").drop(
+        columns=["_c", "_w"]).reset_index(drop=True)
+
+
+def _record(row: Row, a: SideColumns, b: SideColumns, pairs: int) -> dict:
+    ra, rb = np.asarray(row.a_rows, np.int64), np.asarray(row.b_rows, np.int64)
+    rec = {"kind": row.kind, "phase": row.phase, "confidence": row.confidence, "reason": row.reason,
+           "region": row.phase}
+    for label, side, rr in (("a", a, ra), ("b", b, rb)):
+        rec[f"{label}_rows"] = tuple(rr.tolist())  # the row's GPU events (trace.gpu rows), for the screen
+        rec[f"{label}_keys"] = tuple(dict.fromkeys(side.keys[rr].tolist()))
+        rec[f"{label}_name"] = " + ".join(dict.fromkeys(side.short[rr].tolist()))
+        rec[f"{label}_count"] = len(rr) / pairs
+        rec[f"{label}_ns"] = float(side.dur[rr].sum()) / pairs
+        rec[f"{label}_bytes"] = _known_sum(side.bytes[rr]) / pairs
+        rec[f"{label}_flops"] = _known_sum(side.flops[rr]) / pairs
+        rec[f"{label}_dtype"] = side.dtype[rr[0]] if len(rr) else ""
+        rec[f"{label}_largest"] = float(np.nanmax(side.largest[rr])) if len(rr) and np.isfinite(side.largest[rr]).any() else np.nan
+        rec[f"{label}_max_gbs"] = _fastest(side, rr)
+    rec["delta_ns"] = rec["b_ns"] - rec["a_ns"]
+    rec["name"] = _title(row, a, b, ra, rb, pairs)
+    return rec
+
+
+def _known_sum(values: np.ndarray) -> float:
+    return float(values.sum()) if len(values) and not np.isnan(values).any() else np.nan
+
+
+def _fastest(side: SideColumns, rows: np.ndarray) -> float:
+    """The highest bandwidth of one kernel in the row (bytes per ns = GB/s): a sum can hide one above peak."""
+    if not len(rows):
+        return np.nan
+    ns = side.dur[rows]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        gbs = side.bytes[rows] / np.where(ns > 0, ns, np.nan)
+    gbs = gbs[np.isfinite(gbs) & (side.flops[rows] != side.flops[rows])]  # GEMMs are judged by FLOP/s
+    return float(gbs.max()) if len(gbs) else np.nan
+
+
+def _title(row: Row, a: SideColumns, b: SideColumns, ra: np.ndarray, rb: np.ndarray, pairs: int) -> str:
+    if row.kind in ("same", "replaced") and len(ra) and len(rb) and row.reason.startswith(("same gemm", "same conv",
+                                                                                          "same attention", "same collective", "same copy")):
+        op = a.op[ra[0]].rsplit("::", 1)[-1]
+        return f"{op}: {_kernels(a, ra, pairs)}" + ("" if row.kind == "same" else f" → {_kernels(b, rb, pairs)}")
+    if row.kind == "same":
+        return _kernels(a, ra, pairs)
+    if row.kind == "only A":
+        return _ops(a, ra, pairs)
+    if row.kind == "only B":
+        return _kernels(b, rb, pairs)
+    return f"{_ops(a, ra, pairs)} → {_kernels(b, rb, pairs)}"
+
+
+def _kernels(side: SideColumns, rows: np.ndarray, pairs: int) -> str:
+    """The longest-running kernels by short name, with launches per step where more than one."""
+    return _named(side.short, side.dur, rows, pairs)
+
+
+def _ops(side: SideColumns, rows: np.ndarray, pairs: int) -> str:
+    """The ops that launched the kernels (an eager side reads best by its ops), else the kernels."""
+    ops = np.array([o.rsplit("::", 1)[-1] if o else s for o, s in zip(side.op[rows], side.short[rows])], dtype=object)
+    return _named(ops, side.dur, rows, pairs, by_position=True)
+
+
+def _named(labels: np.ndarray, dur: np.ndarray, rows: np.ndarray, pairs: int, by_position: bool = False) -> str:
+    if not len(rows):
+        return ""
+    counts = Counter(labels[: len(rows)] if by_position else labels[rows])
+    time: Counter = Counter()
+    for label, d in zip(labels if by_position else labels[rows], dur[rows]):
+        time[label] += d
+    # ops in the order they ran (the eager side reads as the program); kernels by time
+    names = list(counts) if by_position else sorted(counts, key=lambda k: -time[k])
+    shown = [f"{k} ×{_per_step(counts[k], pairs)}" if counts[k] > pairs else k for k in names[:NAMED]]
+    more = len(names) - NAMED
+    return " + ".join(shown) + (f" + {more} more" if more > 0 else "")
+
+
+def _per_step(count: int, pairs: int) -> str:
+    x = count / pairs
+    return f"{x:.0f}" if abs(x - round(x)) < 0.05 else f"{x:.1f}"
+
+
+def matched_kernels(a, b, traffic_a, traffic_b, phase_a: np.ndarray | None = None,
+                    phase_b: np.ndarray | None = None) -> tuple[pd.DataFrame, int]:
+    """The matched table of two traces, and over how many step pairs it was counted."""
+    from kerneltui.analysis.compare.align import Side, align
+    from kerneltui.analysis.compare.anchors import event_roles
+
+    pairs = min(a.iterations.count, b.iterations.count)
+    sides = []
+    for trace, phase in ((a, phase_a), (b, phase_b)):
+        g = trace.gpu
+        order = np.lexsort((g["ts"].to_numpy(), g["launch_ts"].to_numpy()))
+        phase = np.full(len(g), "step", dtype=object) if phase is None else np.asarray(phase, dtype=object)
+        sides.append(Side(event_roles(trace), g["key"].astype(str).to_numpy(), g["iteration"].to_numpy(), phase, order))
+    rows = align(sides[0], sides[1], pairs)
+    return match_table(rows, SideColumns(a, traffic_a), SideColumns(b, traffic_b), pairs), pairs

@@ -1,0 +1,198 @@
+"""Is B faster, and what bounds each side? Real pairs, and made pairs for each rule of the verdict."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from kerneltui.analysis.compare.timing import grouped_union, timing, verdict
+from kerneltui.analysis.compare.workload import compare_workloads
+from kerneltui.trace import load_trace
+from tests.conftest import shared_trace
+from tests.kineto_builder import TraceBuilder
+
+
+def pair(workload):
+    a, b = load_trace(shared_trace(f"{workload}_eager")), load_trace(shared_trace(f"{workload}_compiled"))
+    return a, b, verdict(timing(a), timing(b), compare_workloads(a, b))
+
+
+# -- real pairs ---------------------------------------------------------------------------------
+
+def test_add_relu_100_is_launch_bound_and_compiled_is_slower():
+    a, b, v = pair("add_relu_100")
+    ta, tb = timing(a), timing(b)
+    assert [s.gpu_ns for s in ta.steps] == [1888, 1888, 1887] and [s.gpu_ns for s in tb.steps] == [736, 736, 703]
+    # call 1 holds the profiler's start-up (Activity Buffer Request): out of the CPU median
+    assert [s.startup for s in ta.steps] == [True, False, False]
+    assert [s.cpu_ns for s in ta.steps][1:] == [42422, 32775] and [s.cpu_ns for s in tb.steps][1:] == [190017, 114310]
+    assert (ta.cpu_ns, tb.cpu_ns) == (37598.5, 152163.5)
+    assert (ta.bound, tb.bound) == ("cpu", "cpu")
+    # even with its CPU time cut to a third (the most the profiler adds), B's call outlasts A's
+    assert v.kind == "slower" and v.quantity == "end to end"
+    assert v.text == ("CPU-bound: B's GPU time fell 1.89 → 0.72 µs per call, but launching takes 37.6 → 152.2 µs "
+                      "of CPU ops per call: B is slower end to end, at least 1.35x, even allowing for the "
+                      "profiler's overhead.")
+    assert v.ratio == pytest.approx(37598.5 / (152163.5 / 3))  # A at most 37.6 µs, B at least 152.2 / 3
+
+
+def test_the_start_up_is_taken_out_of_the_first_call():
+    ta = timing(load_trace(shared_trace("add_relu_100_eager")))
+    # 2,387,074 ns of top-level ops, 2,152,519 of them the Activity Buffer Request inside aten::add
+    assert ta.steps[0].cpu_ns == 2387074 - 2152519
+
+
+def test_norm_chain_with_two_calls_is_judged_on_the_undisturbed_one():
+    a, b, v = pair("norm_chain")
+    ta = timing(a)
+    assert ta.cpu_ns == 176985  # call 2; a plain median of two calls would be 2.09 ms
+    assert (ta.bound, timing(b).bound) == ("gpu", "cpu")
+    assert v.text == ("B is faster end to end, at least 1.93x: its GPU time fell 383.3 → 47.0 µs per call, and even "
+                      "its profiled CPU time (177.0 → 198.8 µs of CPU ops per call) is shorter than A needs.")
+
+
+def test_mlp_is_gpu_bound_and_compiled_slightly_faster():
+    a, b, v = pair("mlp_bf16")
+    ta, tb = timing(a), timing(b)
+    assert (ta.bound, tb.bound) == ("gpu", "gpu")
+    assert ta.gpu_ns == pytest.approx(510483.0) and tb.gpu_ns == pytest.approx(1484917 / 3)
+    assert (ta.python_per_step, tb.python_per_step) == (45.0, 228.0)  # the CPU does not decide: not mentioned
+    assert (v.kind, v.quantity) == ("faster", "gpu")
+    assert v.text == "B is 1.03x faster (GPU time per call 510.5 → 495.0 µs)."
+
+
+def test_resnet_training_steps_are_undecided_when_the_profiled_cpu_outlasts_the_gpu():
+    a, b, v = pair("resnet18_train")
+    ta, tb = timing(a), timing(b)
+    assert [s.gpu_ns for s in ta.steps] == [2850634, 2853273] and [s.gpu_ns for s in tb.steps] == [2263164, 2259666]
+    assert [s.cpu_ns for s in ta.steps] == [13264815, 14947267] and [s.cpu_ns for s in tb.steps] == [18019730, 23938644]
+    assert [s.wall_ns for s in ta.steps] == [16952685, 19426514]
+    assert not any(s.startup for s in ta.steps + tb.steps)  # no overhead events in these traces
+    # profiled, the CPU outlasts the GPU on both sides, but not by more than the profiler may add: unknown
+    assert (v.kind, v.ratio) == ("undecided", None)
+    assert v.text == ("B's GPU time fell 2.85 → 2.26 ms per step (1.26x), but the CPU takes longer than the GPU on "
+                      "A and B (14.1 → 21.0 ms of CPU ops per step), and the profiler inflates CPU time: this profile "
+                      "cannot tell which is faster end to end (time both without the profiler).")
+
+
+def test_gpt_python_events_are_counted_per_step():
+    t = timing(load_trace(shared_trace("gpt_train_eager")))
+    assert [s.python_events for s in t.steps] == [1253, 1253, 1253]
+    assert (t.with_stack, t.bound, t.launches) == (True, "cpu", 315.0)
+
+
+def test_cuda_only_traces_compare_gpu_time_and_say_the_cpu_is_unknown():
+    a = load_trace(shared_trace("add_relu_1M_eager_cudaonly"))
+    b = load_trace(shared_trace("add_relu_1M_compiled_cudaonly"))
+    v = verdict(timing(a), timing(b), compare_workloads(a, b))
+    assert timing(a).bound == "unknown"
+    assert v.text == ("B is 1.81x faster (GPU time per call 4.58 → 2.53 µs). CPU time was not recorded, so whether "
+                      "the CPU decides is unknown; whether the inputs match is unknown (no shapes recorded).")
+
+
+def test_not_comparable_gives_no_speed_up():
+    a = load_trace(shared_trace("add_relu_100_eager"))
+    b = load_trace(shared_trace("add_relu_10000000_compiled"))
+    v = verdict(timing(a), timing(b), compare_workloads(a, b))
+    assert (v.kind, v.ratio, v.quantity) == ("not comparable", None, None)
+    assert v.text == "not comparable: inputs differ: largest tensor [100] vs [10000000]."
+
+
+# -- made pairs -----------------------------------------------------------------------------------
+
+def steps(tmp_path, name, kernel_us, cpu_us=4.0, wall_us=None, python=0, count=2, **top):
+    """``count`` ProfilerSteps, each one op of ``cpu_us`` launching one kernel of ``kernel_us``."""
+    b = TraceBuilder()
+    for _ in range(count):
+        with b.step():
+            start = b.t
+            b.op("aten::mm", [[64, 64], [64, 64]], kernels=[("nvjet_sm90_tst_NNT", kernel_us)] if kernel_us else [],
+                 cpu_us=cpu_us)
+            for i in range(python):
+                b.events.append({"ph": "X", "cat": "python_function", "name": f"f{i}", "pid": 1, "tid": 1,
+                                 "ts": start + i * 0.1, "dur": 0.05, "args": {"Python id": i + 1}})
+            if wall_us is not None:
+                b.idle(wall_us - (b.t - start) - 2)  # the step adds 1 µs each side
+    return timing(load_trace(b.write(tmp_path / name, **top)))
+
+
+def test_gpu_bound_pair_says_plainly_how_much_faster(tmp_path):
+    a, b = steps(tmp_path, "a.json", 1690.0), steps(tmp_path, "b.json", 1000.0)
+    assert (a.bound, b.bound) == ("gpu", "gpu")
+    v = verdict(a, b)
+    assert (v.kind, v.ratio, v.quantity) == ("faster", pytest.approx(1.69), "gpu")
+    assert v.text == "B is 1.69x faster (GPU time per step 1.69 → 1.00 ms)."
+    assert verdict(b, a).text == "B is 1.69x slower (GPU time per step 1.00 → 1.69 ms)."
+    assert verdict(a, steps(tmp_path, "c.json", 1680.0)).kind == "unchanged"
+
+
+def test_cpu_bound_pair_is_judged_by_its_cpu(tmp_path):
+    a, b = steps(tmp_path, "a.json", 2.0, cpu_us=40.0), steps(tmp_path, "b.json", 1.0, cpu_us=190.0)
+    assert (a.bound, b.bound, a.cpu_ns, b.cpu_ns) == ("cpu", "cpu", 40000.0, 190000.0)
+    v = verdict(a, b)
+    # B needs at least 190/3 = 63.3 µs a step, A at most 40: slower by at least 1.58x
+    assert (v.kind, v.ratio, v.quantity) == ("slower", pytest.approx(40 / (190 / 3)), "end to end")
+    assert v.text == ("CPU-bound: B's GPU time fell 2.00 → 1.00 µs per step, but launching takes 40.0 → 190.0 µs "
+                      "of CPU ops per step: B is slower end to end, at least 1.58x, even allowing for the profiler's "
+                      "overhead.")
+
+
+def test_with_stack_on_one_side_is_named_as_distortion(tmp_path):
+    a = steps(tmp_path, "a.json", 2.0, cpu_us=40.0)
+    b = steps(tmp_path, "b.json", 1.0, cpu_us=190.0, python=3, with_stack=1)
+    assert verdict(a, b).text == (
+        "CPU-bound: B's GPU time fell 2.00 → 1.00 µs per step, but launching takes 40.0 → 190.0 µs of CPU ops per "
+        "step: B is slower end to end, at least 1.58x, even allowing for the profiler's overhead. B was traced "
+        "with_stack and A was not: the profiler inflates B's CPU time."
+    )
+
+
+def test_python_events_far_apart_are_named_as_distortion(tmp_path):
+    a = steps(tmp_path, "a.json", 2.0, cpu_us=40.0, python=2, with_stack=1)
+    b = steps(tmp_path, "b.json", 1.0, cpu_us=190.0, python=6, with_stack=1)
+    assert (a.python_per_step, b.python_per_step) == (2.0, 6.0)
+    assert verdict(a, b).text.endswith(
+        "even allowing for the profiler's overhead. Python events per step 2 → 6: the profiler inflates B's CPU time."
+    )
+
+
+def test_a_longer_step_is_never_called_faster_without_saying_why(tmp_path):
+    a = steps(tmp_path, "a.json", 12600.0, wall_us=15300.0)
+    b = steps(tmp_path, "b.json", 10000.0, wall_us=20100.0)
+    assert (a.bound, b.bound) == ("gpu", "gpu")
+    v = verdict(a, b)
+    assert v.kind == "faster"
+    assert v.text == ("B's GPU time is 1.26x lower, but its profiled step is longer (20.1 vs 15.3 ms wall): "
+                      "B's GPU is busy only 10.0 of 20.1 ms: something else sets the pace.")
+    # with B's CPU side inflated by the profiler, that is the reason given
+    b = steps(tmp_path, "b2.json", 10000.0, wall_us=20100.0, python=6, with_stack=1)
+    a = steps(tmp_path, "a2.json", 12600.0, wall_us=15300.0, python=2, with_stack=1)
+    assert verdict(a, b).text == ("B's GPU time is 1.26x lower, but its profiled step is longer (20.1 vs 15.3 ms "
+                                  "wall): Python events per step 2 → 6: the profiler inflates B's CPU time.")
+
+
+def test_no_gpu_work(tmp_path):
+    a, b = steps(tmp_path, "a.json", 5.0), steps(tmp_path, "b.json", 0)
+    v = verdict(a, b)
+    assert (v.kind, v.text) == ("no GPU work", "no GPU work in B: nothing to compare on the GPU")
+
+
+def test_a_step_touched_by_profiler_overhead_leaves_the_medians(tmp_path):
+    b = TraceBuilder()
+    for cpu in (2040.0, 40.0, 50.0):
+        with b.step():
+            if cpu > 1000:
+                b.events.append({"ph": "X", "cat": "overhead", "name": "Activity Buffer Request", "pid": -1, "tid": 0,
+                                 "ts": b.t + 10, "dur": 2000})
+            b.op("aten::mm", kernels=[("nvjet_sm90_tst_NNT", 1.0)], cpu_us=cpu)
+    t = timing(load_trace(b.write(tmp_path / "t.json")))
+    assert [s.startup for s in t.steps] == [True, False, False]
+    assert [s.cpu_ns for s in t.steps] == [40000, 40000, 50000]
+    assert t.cpu_ns == 45000.0
+
+
+def test_grouped_union_counts_overlaps_once_per_group():
+    groups = np.array([0, 0, 0, 1, 1, 2])
+    starts = np.array([0, 5, 20, 100, 100, 7])
+    ends = np.array([10, 12, 25, 150, 120, 7])
+    assert grouped_union(groups, starts, ends, 4).tolist() == [17, 50, 0, 0]
