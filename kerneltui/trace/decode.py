@@ -49,6 +49,9 @@ class Args(Struct, gc=False):
     kernel_hash: str = ""
     input_dims: Raw = field(default=_NO_RAW, name="Input Dims")
     input_type: Raw = field(default=_NO_RAW, name="Input type")
+    # stride/padding of a convolution, an attention's is_causal, a reduction's dims: the traffic rules read them
+    concrete: Raw = field(default=_NO_RAW, name="Concrete Inputs")
+    strides: Raw = field(default=_NO_RAW, name="Input Strides")
     # metadata events (ph M) carry their value here
     name: str = ""
     labels: str = ""
@@ -90,15 +93,20 @@ def decode_events(array_json, losses: Losses, separator: bytes | None = None) ->
         array_json = bytes(array_json).replace(OLD_EXTERNAL_ID, b'"External id"')
     try:
         return EVENTS.decode(array_json)
-    except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+    except (msgspec.ValidationError, msgspec.DecodeError, RecursionError) as exc:
         if separator is not None:
             return events_from_pieces(repair.split_events(bytes(array_json)[1:-1], separator), losses)
+        if isinstance(exc, RecursionError):
+            raise msgspec.DecodeError("nested too deep to read") from None
         if isinstance(exc, msgspec.DecodeError):
             raise
     try:
         items = orjson.loads(bytes(array_json))
     except (orjson.JSONDecodeError, RecursionError):
-        items = msgspec.json.decode(array_json)  # deep nesting orjson refuses; msgspec does not
+        try:
+            items = msgspec.json.decode(array_json)  # nesting past orjson's limit: msgspec goes deeper
+        except RecursionError:
+            raise msgspec.DecodeError("nested too deep to read") from None
     return events_from_items(items, losses)
 
 
@@ -109,13 +117,20 @@ def events_from_pieces(pieces: list[bytes], losses: Losses) -> list[Event]:
         try:
             events.append(_ONE_EVENT.decode(piece))
             continue
+        except RecursionError:
+            losses.events[repair.TOO_DEEP] += 1  # valid, maybe, but no parser here goes that deep
+            continue
         except msgspec.ValidationError:
-            item = orjson_or_json(piece)
+            try:
+                item = orjson_or_json(piece)
+            except ValueError as exc:
+                losses.events[str(exc)] += 1
+                continue
         except msgspec.DecodeError:
             try:
                 item = repair.load_piece(piece)  # NaN, Infinity: Python's json.dump writes them
-            except ValueError:
-                losses.events[repair.CORRUPT] += 1
+            except ValueError as exc:
+                losses.events[str(exc)] += 1
                 continue
         events.extend(events_from_items([item], losses))
     return events
@@ -125,7 +140,10 @@ def orjson_or_json(piece: bytes):
     try:
         return orjson.loads(piece)
     except (orjson.JSONDecodeError, RecursionError):
-        return repair.load_piece(piece)
+        try:
+            return msgspec.json.decode(piece)  # nested past orjson's limit
+        except (msgspec.DecodeError, RecursionError):
+            return repair.load_piece(piece)
 
 
 def events_from_items(items: list, losses: Losses) -> list[Event]:
@@ -134,7 +152,7 @@ def events_from_items(items: list, losses: Losses) -> list[Event]:
         raise msgspec.DecodeError("not a JSON array")
     try:
         return EVENTS.decode(repair.encode(items))
-    except (msgspec.ValidationError, msgspec.EncodeError, TypeError, ValueError, RecursionError):
+    except (msgspec.ValidationError, msgspec.EncodeError, TypeError, ValueError, RecursionError, UnicodeError):
         pass
     events = []
     for item in items:
@@ -144,14 +162,17 @@ def events_from_items(items: list, losses: Losses) -> list[Event]:
         try:
             events.append(_ONE_EVENT.decode(msgspec.json.encode(item)))
             continue
-        except (msgspec.ValidationError, msgspec.EncodeError, TypeError, ValueError, RecursionError):
+        except RecursionError:
+            losses.events[repair.TOO_DEEP] += 1
+            continue
+        except (msgspec.ValidationError, msgspec.EncodeError, TypeError, ValueError, UnicodeError):
             pass
         fixed = repair.coerce_event(item, _EVENT_FIELDS, _ARGS_FIELDS, losses)
         if fixed is None:
             continue
         try:
             events.append(_ONE_EVENT.decode(msgspec.json.encode(fixed)))
-        except (msgspec.ValidationError, msgspec.EncodeError, TypeError, ValueError, RecursionError):
+        except (msgspec.ValidationError, msgspec.EncodeError, TypeError, ValueError, RecursionError, UnicodeError):
             losses.events["unreadable fields"] += 1
     return events
 
@@ -290,7 +311,12 @@ class ChunkDecoder:
         length = np.zeros(n, np.int32)
         for i, a in zip(rows, args):
             if a.input_dims is not _NO_RAW:
-                part = b'{"dims":%s,"types":%s}' % (bytes(a.input_dims), bytes(a.input_type) or b"[]")
+                part = b'{"dims":%s,"types":%s' % (bytes(a.input_dims), bytes(a.input_type) or b"[]")
+                if a.concrete is not _NO_RAW:
+                    part += b',"concrete":' + bytes(a.concrete)
+                if a.strides is not _NO_RAW:
+                    part += b',"strides":' + bytes(a.strides)
+                part += b"}"
                 at[i] = self.shape_offset
                 length[i] = len(part)
                 self.shape_parts.append(part)

@@ -42,15 +42,26 @@ def innermost_frames(trace: Trace, launch_lane: np.ndarray, launch_ts: np.ndarra
     if not len(python):
         return out
     lanes = ev["lane"].to_numpy()[python]
-    for lane in np.unique(lanes):
-        rows = python[lanes == lane]
-        which = np.flatnonzero(launch_lane == lane)
-        if not len(which):
+    launch_lane = np.asarray(launch_lane)
+    # group frames and launches by thread once: a trace may have thousands of threads
+    frames_of = _groups(lanes, python)
+    for lane, which in _groups(launch_lane, np.arange(len(launch_lane))).items():
+        rows = frames_of.get(lane)
+        if rows is None:
             continue
         ts = ev["ts"].to_numpy()[rows]
         found = Nesting(ts, ts + ev["dur"].to_numpy()[rows]).innermost(launch_ts[which])
         out[which] = np.where(found >= 0, rows[np.clip(found, 0, None)], -1)
     return out
+
+
+def _groups(keys: np.ndarray, values: np.ndarray) -> dict[int, np.ndarray]:
+    """values split by key (each part in its original order), in one sort."""
+    order = np.argsort(keys, kind="stable")
+    keys, values = keys[order], values[order]
+    distinct, first = np.unique(keys, return_index=True)
+    bounds = np.append(first, len(keys))
+    return {int(k): values[bounds[i] : bounds[i + 1]] for i, k in enumerate(distinct)}
 
 
 class FrameTree:

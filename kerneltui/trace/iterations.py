@@ -59,6 +59,14 @@ def find_iterations(trace: Trace) -> Iterations:
     return Iterations("whole trace", "call", np.array([start]), np.array([end]), ("whole trace",), np.array([-1]))
 
 
+def _step_number(name: str) -> int:
+    """N of a ``ProfilerStep#N`` annotation, else -1 (also for an N past int64: no step is numbered so)."""
+    m = STEP_NAME.match(name)
+    if not m or len(m.group(1)) > 18:
+        return -1
+    return int(m.group(1))
+
+
 def _spans(trace: Trace, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     ts = trace.events["ts"].to_numpy()[rows]
     return ts, ts + trace.events["dur"].to_numpy()[rows]
@@ -66,9 +74,10 @@ def _spans(trace: Trace, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _profiler_steps(trace: Trace) -> Iterations | None:
     ev = trace.events
-    rows = np.flatnonzero(ev["kind"].to_numpy() == Kind.ANNOTATION)
+    # torch 1.8-era Kineto wrote ProfilerStep#N as an op ("Operator"), later ones as an annotation
+    rows = np.flatnonzero(np.isin(ev["kind"].to_numpy(), (Kind.ANNOTATION, Kind.CPU_OP)))
     names = trace.names_of(ev["name"].to_numpy()[rows])
-    numbers = np.array([int(m.group(1)) if (m := STEP_NAME.match(n)) else -1 for n in names], np.int64)
+    numbers = np.array([_step_number(n) for n in names], np.int64)
     keep = numbers >= 0
     if not keep.any():
         return None
@@ -90,14 +99,16 @@ def _repeated_annotation(trace: Trace) -> Iterations | None:
     ev = trace.events
     launches = _launch_times(trace)
     best = None
-    for lane in trace.cpu_lanes():
+    kinds = ev["kind"].to_numpy()
+    annotated = np.unique(ev["lane"].to_numpy()[kinds == Kind.ANNOTATION])  # only these can hold one
+    for lane in annotated.tolist():
         stack = trace.op_stack(lane)
         if stack is None:
             continue
         top = stack.rows[stack.nesting.order[stack.nesting.depth == 0]]
         top = top[ev["kind"].to_numpy()[top] == Kind.ANNOTATION]
         names = trace.names_of(ev["name"].to_numpy()[top])
-        for name in set(names):
+        for name in dict.fromkeys(names):  # first-seen order: ties go the same way on every run
             rows = top[names == name]
             if len(rows) < 2:
                 continue
@@ -116,11 +127,12 @@ def _repeated_annotation(trace: Trace) -> Iterations | None:
 def _repeated_ops(trace: Trace) -> Iterations | None:
     """The top-level ops of the busiest launching thread, if one pattern repeated k >= 2 times."""
     ev = trace.events
-    lanes = [lane for lane in trace.cpu_lanes() if trace.op_stack(lane) is not None]
-    if not lanes:
+    lanes = np.asarray(trace.cpu_lanes(), np.int64)  # each has an op stack: its ops are on it
+    if not len(lanes):
         return None
     launch_lanes = ev["lane"].to_numpy()[np.isin(ev["kind"].to_numpy(), (Kind.RUNTIME, Kind.DRIVER))]
-    lane = max(lanes, key=lambda x: int((launch_lanes == x).sum()))
+    launches = np.bincount(launch_lanes, minlength=int(lanes.max()) + 1)
+    lane = int(lanes[np.argmax(launches[lanes])])  # the first of the busiest, as max() would
     top = trace.op_stack(lane).top_level_ops()
     top = top[np.argsort(ev["ts"].to_numpy()[top], kind="stable")]
     names = list(trace.names_of(ev["name"].to_numpy()[top]))

@@ -9,6 +9,8 @@ its name plus the ``kernel_hash`` of the Inductor op that launched it.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 
@@ -39,17 +41,39 @@ def gpu_table(events: pd.DataFrame, names: list[str], lanes: pd.DataFrame, nesti
     g = events.iloc[rows].reset_index(drop=True)
     g.insert(0, "row", rows)
     g["end"] = g["ts"] + g["dur"]
-    lane_pid = lanes["pid"].to_numpy()
-    lane_tid = lanes["tid"].to_numpy()
-    stream_from_tid = pd.to_numeric(pd.Series(lane_tid[g["lane"]]), errors="coerce").fillna(-1).astype(np.int64)
+    # GPU lanes are (device, stream) pairs: the fallback when args give neither, per lane, not per event
+    lane = g["lane"].to_numpy()
+    stream_from_tid = lane_ints(lanes["tid"].to_numpy(), np.int64)[lane]
     g["stream"] = np.where(g["stream"] >= 0, g["stream"], stream_from_tid)
-    device_from_pid = pd.to_numeric(pd.Series(lane_pid[g["lane"]]), errors="coerce").fillna(-1).astype(np.int16)
-    g["device"] = np.where(g["device"] >= 0, g["device"], device_from_pid)
+    device_from_pid = lane_ints(lanes["pid"].to_numpy(), np.int16)[lane]
+    g["device"] = np.where(g["device"] >= 0, g["device"], device_from_pid).astype(np.int16)
 
     _link_launches(g, events, names)
     _link_ops(g, events, names, nesting)
     _keys(g, events, names)
     return g
+
+
+def lane_ints(values, dtype) -> np.ndarray:
+    """pid or tid values (ints, or numbers in strings) as ``dtype``; -1 for a name, NaN, inf or out of range."""
+    info = np.iinfo(dtype)
+    out = np.full(len(values), -1, dtype)
+    for i, v in enumerate(values):
+        if isinstance(v, bool):
+            continue
+        if isinstance(v, (int, np.integer)):
+            x = int(v)
+        else:
+            try:
+                f = float(v)
+            except (TypeError, ValueError, OverflowError):
+                continue
+            if not math.isfinite(f):
+                continue
+            x = int(f)  # "7" -> 7, "7.9" -> 7 (as pandas' to_numeric then astype did)
+        if info.min <= x <= info.max:
+            out[i] = x
+    return out
 
 
 def _link_launches(g: pd.DataFrame, events: pd.DataFrame, names: list[str]) -> None:
@@ -75,12 +99,14 @@ def _link_ops(g: pd.DataFrame, events: pd.DataFrame, names: list[str], nesting) 
     missing = (op < 0) & (g["launch_row"].to_numpy() >= 0)
     if missing.any() and len(ops):
         launch_lane = g["launch_lane"].to_numpy()
-        for lane in np.unique(launch_lane[missing]):
+        launch_ts = g["launch_ts"].to_numpy()
+        which = np.flatnonzero(missing)
+        which = which[np.argsort(launch_lane[which], kind="stable")]  # grouped by thread, in one sort
+        lanes, first = np.unique(launch_lane[which], return_index=True)
+        for lane, part in zip(lanes.tolist(), np.split(which, first[1:])):
             stack = nesting(lane)
-            if stack is None:
-                continue
-            which = missing & (launch_lane == lane)
-            op[which] = stack.innermost_op(g["launch_ts"].to_numpy()[which])
+            if stack is not None:
+                op[part] = stack.innermost_op(launch_ts[part])
     g["op_row"] = op
     op_names = names_categorical(names, np.where(op >= 0, events["name"].to_numpy()[np.where(op >= 0, op, 0)], -1))
     if g["graph"].any():
@@ -150,6 +176,9 @@ class OpStack:
         self.op_nesting = Nesting(starts[op_mask], ends[op_mask])
 
     def innermost_op(self, t: np.ndarray) -> np.ndarray:
+        """Row of the innermost cpu_op containing each time, or -1 (a thread may have launches but no ops)."""
+        if not len(self.op_rows):
+            return np.full(len(t), -1, np.int64)
         at = self.op_nesting.innermost(t)
         return np.where(at >= 0, self.op_rows[np.clip(at, 0, None)], -1)
 

@@ -31,6 +31,8 @@ from kerneltui.trace.schema import EVENT_COLUMNS, TraceMeta
 
 _WS = b" \t\r\n"
 _HEADER_LIMIT = 64 << 20  # look this far for "traceEvents" before decoding the file whole
+WHOLE_LIMIT = 512 << 20  # a file decoded whole takes ~8x its size in memory: past this, say so instead
+EVENT_LIMIT = 256 << 20  # one event this large is a bomb, not a profiler's record
 
 
 class RawTrace:
@@ -89,8 +91,8 @@ class _EventReader:
             located = self._locate_array(head)
         if located is None or located[1] is None:
             self._drain()
-            # No line-per-event layout to cut on: decode the file whole.
-            return self._whole(head + b"".join(blocks))
+            # No line-per-event layout to cut on: decode the file whole (about 8x its size in memory).
+            return self._whole(self._bounded(head, blocks, WHOLE_LIMIT, "not one event per line"))
         start, self.separator = located
         header = head[:start]
         truncated, tail = self._events(head[start + 1 :], blocks)
@@ -142,6 +144,9 @@ class _EventReader:
                 return False, bytes(buffer[end.end() :]) + b"".join(blocks)
             cut = buffer.rfind(separator)
             if cut <= 1:
+                if len(buffer) > EVENT_LIMIT:  # no event boundary in this much text: one absurd event
+                    raise TraceError(f"{self.stream.path} holds an event of over {EVENT_LIMIT >> 20} MB: "
+                                     "not a trace kerneltui can read")
                 pending = bytes(buffer[1:])
                 continue
             comma = cut - 1
@@ -164,6 +169,16 @@ class _EventReader:
             except ValueError:
                 pass
         return True, b""
+
+    def _bounded(self, head: bytes, blocks: Iterable[bytes], limit: int, why: str) -> bytes:
+        parts, size = [head], len(head)
+        for block in blocks:
+            size += len(block)
+            if size > limit:
+                raise TraceError(f"{self.stream.path} is over {limit >> 20} MB of JSON {why}: "
+                                 "kerneltui reads such files up to that size")
+            parts.append(block)
+        return b"".join(parts)
 
     def _decode(self, chunk: bytes) -> None:
         body = chunk.rstrip(_WS).rstrip(b",")
@@ -191,13 +206,18 @@ class _EventReader:
         doc, truncated = _loads_repairing(data, self.stream.path, self.decoder.losses)
         if truncated is False and self.stream.cut_short:
             truncated = True
-        if isinstance(doc, list):
+        if isinstance(doc, (list, msgspec.Raw)):
             items, top = doc, {}
-        elif isinstance(doc, dict) and isinstance(doc.get("traceEvents"), list):
+        elif isinstance(doc, dict) and isinstance(doc.get("traceEvents"), (list, msgspec.Raw)):
             items, top = doc.pop("traceEvents"), doc
         else:
             raise TraceError(f"{self.stream.path} is JSON but not a Chrome trace (no traceEvents array)")
-        if items:
+        if isinstance(items, msgspec.Raw):  # deeply nested: decoded typed, straight from the text
+            try:
+                self.chunks.append(self.decoder.decode(bytes(items)))
+            except msgspec.DecodeError:
+                raise TraceError(f"{self.stream.path} is JSON but not a Chrome trace (traceEvents is not an array of events)") from None
+        elif items:
             events = events_from_items(items, self.decoder.losses)
             self.chunks.append(self.decoder.columns(events))
         return self._finish(top, truncated)
@@ -266,13 +286,17 @@ def _loads_repairing(data: bytes, path, losses: Losses) -> tuple[object, bool]:
         piece = data[before + 1 : after.start() + 1].strip(_WS).lstrip(b",").strip(_WS)
         try:
             item = repair.load_piece(piece)  # NaN and Infinity are Python's, not JSON
-        except ValueError:
-            losses.events[repair.CORRUPT] += 1
+        except ValueError as exc:
+            losses.events[str(exc)] += 1
         else:
-            # kept, re-encoded in place (NaN becomes null: that field alone is lost later)
-            data = data[: before + 1] + b", " + msgspec.json.encode(item) + data[after.start() + 1 :]
-            cut_out += 1
-            continue
+            try:  # kept, re-encoded in place (NaN becomes null: that field alone is lost later)
+                text = msgspec.json.encode(item)
+            except (msgspec.EncodeError, UnicodeError, RecursionError, TypeError, ValueError):
+                losses.events[repair.CORRUPT] += 1  # a lone surrogate: no JSON text holds it
+            else:
+                data = data[: before + 1] + b", " + text + data[after.start() + 1 :]
+                cut_out += 1
+                continue
         data = data[: before + 1] + data[after.start() + 1 :]
         cut_out += 1
     return _prefix_that_closes(data, stripped[:1], path), True
@@ -297,11 +321,34 @@ def _last_boundary(data: bytes, pos: int) -> int | None:
 def _loads(data: bytes):
     try:
         return orjson.loads(data)
-    except RecursionError:
+    except orjson.JSONDecodeError as exc:
+        if "recursion" not in str(exc):
+            raise
         try:
-            return msgspec.json.decode(data)  # nesting deeper than orjson allows
-        except msgspec.DecodeError:
-            raise orjson.JSONDecodeError("deeply nested and not JSON", "", 0) from None
+            return _shallow(data)  # valid JSON nested deeper than orjson's limit (1024)
+        except (msgspec.DecodeError, RecursionError):
+            raise exc from None
+
+
+_TOP = msgspec.json.Decoder(dict[str, msgspec.Raw] | list[msgspec.Raw])
+
+
+def _shallow(data: bytes):
+    """The document one level deep: the events stay raw JSON for the typed decoder, which skips
+    (without recursing into) the fields it does not name; other top-level keys are parsed if they can be."""
+    top = _TOP.decode(data)
+    if isinstance(top, list):
+        return msgspec.Raw(data)
+    out = {}
+    for key, value in top.items():
+        if key == "traceEvents":
+            out[key] = value
+            continue
+        try:
+            out[key] = orjson.loads(bytes(value))
+        except orjson.JSONDecodeError:
+            pass  # a top-level key nested past the limit: as good as absent
+    return out
 
 
 def _prefix_that_closes(data: bytes, opener: bytes, path) -> object:

@@ -16,6 +16,7 @@ import orjson
 import pandas as pd
 
 from kerneltui.trace.frames import innermost_frames, sources
+from kerneltui.trace.intervals import depth_by_group
 from kerneltui.trace.iterations import Iterations, find_iterations
 from kerneltui.trace.link import OpStack, gpu_table
 from kerneltui.trace.load import RawTrace, read_trace
@@ -79,13 +80,24 @@ class Trace:
             return 0, 0
         return int(timed["ts"].min()), int((timed["ts"] + timed["dur"]).max())
 
+    @cached_property
+    def _stack_rows(self) -> dict[int, np.ndarray]:
+        """Rows of STACK_KINDS events per lane, in row order: one pass, however many threads."""
+        ev = self.events
+        rows = np.flatnonzero(np.isin(ev["kind"].to_numpy(), STACK_KINDS))
+        lanes = ev["lane"].to_numpy()[rows]
+        order = np.argsort(lanes, kind="stable")
+        rows, lanes = rows[order], lanes[order]
+        distinct, first = np.unique(lanes, return_index=True)
+        bounds = np.append(first, len(rows))
+        return {int(lane): rows[bounds[i] : bounds[i + 1]] for i, lane in enumerate(distinct)}
+
     def op_stack(self, lane: int) -> OpStack | None:
         """The nested op stack of one CPU thread (None for a lane with no ops)."""
         with self._lock:
             if lane not in self._stacks:
                 ev = self.events
-                mask = (ev["lane"].to_numpy() == lane) & np.isin(ev["kind"].to_numpy(), STACK_KINDS)
-                rows = np.flatnonzero(mask)
+                rows = self._stack_rows.get(int(lane), np.empty(0, np.int64))
                 ts = ev["ts"].to_numpy()[rows]
                 self._stacks[lane] = (
                     OpStack(rows, ts, ts + ev["dur"].to_numpy()[rows], ev["kind"].to_numpy()[rows]) if len(rows) else None
@@ -98,10 +110,16 @@ class Trace:
         return [int(x) for x in np.unique(lanes)]
 
     def top_level_ops(self) -> np.ndarray:
-        """Rows of cpu_ops that no other cpu_op encloses, on every thread, in time order."""
-        rows = [stack.top_level_ops() for lane in self.cpu_lanes() if (stack := self.op_stack(lane))]
-        rows = np.concatenate(rows) if rows else np.empty(0, np.int64)
-        return rows[np.argsort(self.events["ts"].to_numpy()[rows], kind="stable")]
+        """Rows of cpu_ops that no other cpu_op encloses, on every thread, in time order.
+
+        All threads at once (``depth_by_group``): a trace may have tens of thousands of them.
+        """
+        ev = self.events
+        ops = np.flatnonzero(ev["kind"].to_numpy() == Kind.CPU_OP)
+        ts = ev["ts"].to_numpy()[ops]
+        lanes = ev["lane"].to_numpy()[ops]
+        top = ops[depth_by_group(lanes, ts, ts + ev["dur"].to_numpy()[ops]) == 0]
+        return top[np.argsort(ev["ts"].to_numpy()[top], kind="stable")]
 
     # -- per-event details -------------------------------------------------
     def ancestors(self, launch_row: int) -> list[int]:
@@ -120,7 +138,34 @@ class Trace:
         at = int(self.events["shapes_at"].iat[row]) if row >= 0 else -1
         if at < 0:
             return None
-        return orjson.loads(self.shapes_blob[at : at + int(self.events["shapes_len"].iat[row])])
+        return parse_shapes(self.shapes_blob[at : at + int(self.events["shapes_len"].iat[row])])
+
+
+MAX_SHAPES_DEPTH = 64  # record_shapes nests 3 deep (a TensorList of shapes); far deeper is not a record
+
+
+def nesting_depth(text: bytes) -> int:
+    """Deepest bracket nesting of a JSON text (brackets inside strings count too: an upper bound)."""
+    b = np.frombuffer(text, np.uint8)
+    if not len(b):
+        return 0
+    step = (b == ord("[")).astype(np.int32) + (b == ord("{")) - (b == ord("]")) - (b == ord("}"))
+    return int(np.cumsum(step).max())
+
+
+def parse_shapes(text: bytes) -> dict | None:
+    """One op's record_shapes JSON, or None where it cannot be one.
+
+    Never hands orjson deep nesting: orjson 3.8 overflows the C stack (a segfault) from about
+    100,000 levels, and a record nested past MAX_SHAPES_DEPTH is as good as not recorded.
+    """
+    if not text or (len(text) > 2 * MAX_SHAPES_DEPTH and nesting_depth(text) > MAX_SHAPES_DEPTH):
+        return None
+    try:
+        shapes = orjson.loads(text)
+    except (orjson.JSONDecodeError, RecursionError):
+        return None
+    return shapes if isinstance(shapes, dict) else None
 
 
 def _lanes(raw: RawTrace) -> pd.DataFrame:

@@ -53,6 +53,7 @@ class Losses:
 
 
 CORRUPT = "not valid JSON"
+TOO_DEEP = "nested deeper than 1,000 levels"
 NOT_OBJECT = "not a JSON object"
 BAD_TIME = "no usable ts"
 
@@ -81,7 +82,9 @@ def load_piece(piece: bytes) -> object:
     """One event's JSON text -> Python value; ``NaN``/``Infinity`` read as floats. Raises ValueError."""
     try:
         return json.loads(piece)
-    except (ValueError, RecursionError):
+    except RecursionError:
+        raise ValueError(TOO_DEEP) from None
+    except (ValueError, UnicodeError):
         raise ValueError(CORRUPT) from None
 
 
@@ -139,12 +142,15 @@ def as_float(value):
     if isinstance(value, bool):
         return float(value)
     if isinstance(value, (int, float)):
-        value = float(value)
+        try:
+            value = float(value)
+        except OverflowError:  # an int of hundreds of digits
+            return _DROP
         return value if math.isfinite(value) else _DROP
     if isinstance(value, str):
         try:
             return as_float(float(value))
-        except ValueError:
+        except (ValueError, OverflowError):
             return _DROP
     return _DROP
 

@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import pandas as pd
 
-from kerneltui.trace.intervals import union_length
+from kerneltui.trace.intervals import summable, union_length
 from kerneltui.trace.model import Trace
 from kerneltui.trace.schema import Kind
 
@@ -68,7 +68,7 @@ def summarize(trace: Trace) -> TraceSummary:
         device=trace.meta.device_name,
         window_ns=end - start,
         busy_ns=union_length(g["ts"].to_numpy(), g["end"].to_numpy()),
-        gpu_time_ns=int(g["dur"].sum()),
+        gpu_time_ns=_ns(summable(g["dur"].to_numpy()).sum()),
         launches=len(g),
         kernels=int((kinds == Kind.KERNEL).sum()),
         memcpys=int((kinds == Kind.MEMCPY).sum()),
@@ -79,7 +79,7 @@ def summarize(trace: Trace) -> TraceSummary:
         iterations=its.count,
         launches_per_iteration=float(counted["launches"].mean()) if len(counted) else 0.0,
         gpu_ns_per_iteration=float(counted["gpu_ns"].mean()) if len(counted) else 0.0,
-        cpu_ns=int(per_it["cpu_ns"].sum()) if len(per_it) else 0,
+        cpu_ns=_ns(summable(per_it["cpu_ns"].to_numpy()).sum()) if len(per_it) else 0,
         cpu_ns_per_iteration=float(counted["cpu_ns"].median()) if len(counted) else 0.0,
         streams=int(g[["device", "stream"]].drop_duplicates().shape[0]),
         truncated=trace.meta.truncated,
@@ -90,6 +90,11 @@ def summarize(trace: Trace) -> TraceSummary:
     )
 
 
+def _ns(total) -> int | float:
+    """A sum of durations as an int, or a float past int64 (only absurd traces): JSON holds either."""
+    return int(total) if abs(total) < 2**63 else float(total)
+
+
 def per_iteration(trace: Trace) -> pd.DataFrame:
     """Launches, GPU time and top-level CPU op time per step/call (index -1: outside any)."""
     g = trace.gpu
@@ -97,9 +102,9 @@ def per_iteration(trace: Trace) -> pd.DataFrame:
     ops = trace.top_level_ops()
     ev = trace.events
     op_it = its.assign(ev["ts"].to_numpy()[ops])
-    cpu = pd.Series(ev["dur"].to_numpy()[ops]).groupby(op_it).sum()
+    cpu = pd.Series(summable(ev["dur"].to_numpy()[ops])).groupby(op_it).sum()
     launches = g.groupby("iteration").size()
-    gpu_ns = g.groupby("iteration")["dur"].sum()
+    gpu_ns = pd.Series(summable(g["dur"].to_numpy())).groupby(g["iteration"].to_numpy()).sum()
     index = sorted(set(range(its.count)) | set(launches.index) | set(cpu.index))
     frame = pd.DataFrame({"index": index})
     frame["label"] = [its.labels[i] if i >= 0 else "outside" for i in index]
@@ -117,6 +122,9 @@ def kernel_stats(trace: Trace, gpu: pd.DataFrame | None = None) -> pd.DataFrame:
     g = trace.gpu if gpu is None else gpu
     if not len(g):
         return pd.DataFrame(columns=KERNEL_COLUMNS)
+    dur = summable(g["dur"].to_numpy())
+    if dur.dtype != g["dur"].dtype:
+        g = g.assign(dur=dur)
     grouped = g.groupby("key", observed=True, sort=False)
     stats = grouped["dur"].agg(["count", "sum", "mean", "min", "max"])
     stats.columns = ["count", "total_ns", "mean_ns", "min_ns", "max_ns"]
@@ -125,7 +133,7 @@ def kernel_stats(trace: Trace, gpu: pd.DataFrame | None = None) -> pd.DataFrame:
     ops = ops.sort_values(["key", "n"], ascending=[True, False]).drop_duplicates("key").set_index("key")["op"]
     table = first.join(stats)
     table["op"] = ops.reindex(table.index).astype(str).to_numpy()
-    total = float(trace.gpu["dur"].sum())
+    total = float(summable(trace.gpu["dur"].to_numpy()).sum())
     table["share"] = table["total_ns"] / total if total else 0.0
     table = table.reset_index().sort_values(["total_ns", "key"], ascending=[False, True], kind="stable")
     for col in ("short", "full_name", "key", "op"):

@@ -187,12 +187,21 @@ def test_device_properties_of_mixed_types_keep_what_is_readable(tmp_path):
     assert trace.meta.devices[0].name == "NVIDIA H200" and trace.meta.devices[0].sm_count == 132
 
 
-def test_nesting_deeper_than_json_parsers_allow(tmp_path):
+@pytest.mark.parametrize("depth", [900, 3000])
+@pytest.mark.parametrize("layout", ["one line", "one event per line"])
+def test_deep_nesting_in_args(tmp_path, depth, layout):
+    """Nesting orjson reads (< 1,024) loads whole; deeper, that event alone is skipped, counted by cause."""
     doc = runtime_and_kernel("0")
-    deep = "[" * 3000 + "]" * 3000
-    text = one_line(doc).replace('"stream": 0}', '"stream": 0, "deep": ' + deep + "}", 1)
+    doc["traceEvents"][1]["args"]["deep"] = "DEEP"
+    text = one_line(doc) if layout == "one line" else "{\n  \"traceEvents\": [\n" + ",\n".join(
+        "  " + json.dumps(e) for e in doc["traceEvents"]) + "\n  ]\n}"
+    text = text.replace('"DEEP"', "[" * depth + "]" * depth)
     trace = load_trace(write(tmp_path, text))
-    assert len(trace.gpu) == 1 and trace.meta.skipped_events == 0
+    assert len(trace.gpu) == 1
+    if depth < 1000:
+        assert trace.meta.skipped_events == 0 and trace.gpu["launch"].astype(str).tolist() == ["hipLaunchKernel"]
+    else:
+        assert trace.meta.warnings == ("skipped 1 events: 1 nested deeper than 1,000 levels",)
 
 
 @pytest.mark.parametrize(

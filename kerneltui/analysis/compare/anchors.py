@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from kerneltui.analysis.compare.workload import valid_shapes
 from kerneltui.trace.model import Trace, parse_shapes
 from kerneltui.trace.schema import Kind
 
@@ -147,8 +148,9 @@ def _freeze(value):
 def _tensor_dims(shapes: dict | None) -> list | None:
     if not shapes:
         return None
-    dims, types = shapes.get("dims") or [], shapes.get("types") or []
-    return [d for d, t in zip(dims, types) if str(t) not in SCALAR_TYPES and isinstance(d, list)]
+    dims, types = shapes["dims"], shapes["types"]
+    return [d for d, t in zip(dims, types)
+            if t not in SCALAR_TYPES and isinstance(d, list) and all(type(x) is int for x in d)]
 
 
 def _all_zero_d(shapes: dict | None) -> bool:
@@ -181,5 +183,5 @@ class _ShapeReader:
             return None
         text = self.trace.shapes_blob[at : at + int(self.length[row])]
         if text not in self.parsed:
-            self.parsed[text] = parse_shapes(text)
+            self.parsed[text] = valid_shapes(parse_shapes(text))
         return self.parsed[text]

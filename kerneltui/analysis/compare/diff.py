@@ -85,7 +85,7 @@ class TraceDiff:
         return r - 1.0 if r == r else math.nan
 
     def to_dict(self) -> dict:
-        matches = self.matches.drop(columns=["a_rows", "b_rows"])
+        matches = self.matches.drop(columns=["a_rows", "b_rows", "a_host_copy", "b_host_copy"])
         matches = matches.rename(columns={"a_keys": "a_kernels", "b_keys": "b_kernels"})
         matches = matches.assign(a_kernels=[list(k) for k in matches["a_kernels"]],
                                  b_kernels=[list(k) for k in matches["b_kernels"]])
@@ -148,7 +148,8 @@ def _side(label: str, trace: Trace, traffic: Traffic, t: Timing) -> SideFacts:
     largest = tt["largest"].groupby(g["iteration"].to_numpy()[counted]).max()
     largest_tensor = float(largest.median()) if len(largest) and largest.notna().any() else math.nan
     per_call = total_bytes / n
-    rate = tt[known & (tt["basis"] != "gemm").to_numpy()]
+    # GB/s of the memory-bound work: not what is judged by FLOP/s, not copies over the host link
+    rate = tt[known & tt["flops"].isna().to_numpy() & ~tt["basis"].astype(str).isin(["copy-h2d", "copy-d2h"]).to_numpy()]
     rate_ns = float(rate["dur"].to_numpy(np.float64).sum())  # float: an int64 sum may wrap
     gbs = float(rate["bytes"].sum()) / rate_ns if len(rate) and rate_ns > 0 else math.nan
     capture = trace.meta.capture or {}
@@ -208,7 +209,9 @@ def _with_rates(m: pd.DataFrame, a: SideFacts, b: SideFacts, ta: Traffic, tb: Tr
         m[f"{side}_gbs"] = np.where(gemm, np.nan, by / safe)
         m[f"{side}_tflops"] = np.where(gemm, fl / safe / 1e3, np.nan)
         peak = traffic.device.bandwidth_gbs if traffic.device else np.nan
-        m[f"{side}_peak_share"] = m[f"{side}_gbs"] / peak
+        link = (traffic.device.host_link_gbs if traffic.device else None) or np.nan
+        # a host<->device copy against the host link (PCIe, C2C), everything else against HBM
+        m[f"{side}_peak_share"] = m[f"{side}_gbs"] / np.where(m[f"{side}_host_copy"].to_numpy(bool), link, peak)
         # flagged when the row, or any one kernel in it, beat the peak (gemms are judged by FLOP/s)
         fastest = np.where(gemm, np.nan, m[f"{side}_max_gbs"].to_numpy(np.float64))
         m[f"{side}_above_peak"] = ((m[f"{side}_peak_share"] > 1.0) | (fastest / peak > 1.0)).to_numpy()

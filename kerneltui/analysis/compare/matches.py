@@ -17,7 +17,8 @@ from kerneltui.analysis.compare.align import Row
 
 MATCH_COLUMNS = ["kind", "phase", "name", "a_name", "b_name", "a_keys", "b_keys", "a_count", "b_count", "a_ns",
                  "b_ns", "delta_ns", "a_bytes", "b_bytes", "a_flops", "b_flops", "a_dtype", "b_dtype", "a_largest",
-                 "b_largest", "a_max_gbs", "b_max_gbs", "confidence", "reason", "region", "a_rows", "b_rows"]
+                 "b_largest", "a_max_gbs", "b_max_gbs", "confidence", "reason", "region", "a_rows", "b_rows",
+                 "a_host_copy", "b_host_copy"]
 NAMED = 2  # kernels named in a row's title before "+ N more"
 
 
@@ -35,6 +36,8 @@ class SideColumns:
         self.flops = t["flops"].to_numpy(np.float64)
         self.largest = t["largest"].to_numpy(np.float64)
         self.dtype = t["dtype"].astype(str).to_numpy()
+        # host<->device copies are judged against the host link, not HBM
+        self.host_copy = t["basis"].astype(str).isin(["copy-h2d", "copy-d2h"]).to_numpy()
 
 
 def match_table(rows: list[Row], a: SideColumns, b: SideColumns, pairs: int) -> pd.DataFrame:
@@ -62,6 +65,7 @@ def _record(row: Row, a: SideColumns, b: SideColumns, pairs: int) -> dict:
         rec[f"{label}_dtype"] = side.dtype[rr[0]] if len(rr) else ""
         rec[f"{label}_largest"] = float(np.nanmax(side.largest[rr])) if len(rr) and np.isfinite(side.largest[rr]).any() else np.nan
         rec[f"{label}_max_gbs"] = _fastest(side, rr)
+        rec[f"{label}_host_copy"] = bool(len(rr)) and bool(side.host_copy[rr].all())
     rec["delta_ns"] = rec["b_ns"] - rec["a_ns"]
     rec["name"] = _title(row, a, b, ra, rb, pairs)
     return rec
@@ -78,7 +82,8 @@ def _fastest(side: SideColumns, rows: np.ndarray) -> float:
     ns = side.dur[rows]
     with np.errstate(invalid="ignore", divide="ignore"):
         gbs = side.bytes[rows] / np.where(ns > 0, ns, np.nan)
-    gbs = gbs[np.isfinite(gbs) & (side.flops[rows] != side.flops[rows])]  # GEMMs are judged by FLOP/s
+    # GEMMs, convolutions, attention are judged by FLOP/s; host copies against the link
+    gbs = gbs[np.isfinite(gbs) & (side.flops[rows] != side.flops[rows]) & ~side.host_copy[rows]]
     return float(gbs.max()) if len(gbs) else np.nan
 
 

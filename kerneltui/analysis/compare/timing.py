@@ -127,7 +127,7 @@ def timing(trace: Trace) -> Timing:
     overhead = _overhead_overlap(trace, its.starts, its.ends)
     lost = np.clip(overhead, 0, None)  # the profiler's own time, inside the first op it lands in
     steps = tuple(
-        StepTiming(its.labels[i], int(its.ends[i] - its.starts[i] - lost[i]), int(table["gpu_ns"].iat[i]),
+        StepTiming(its.labels[i], int(its.ends[i]) - int(its.starts[i]) - int(lost[i]), int(table["gpu_ns"].iat[i]),
                    int(busy[i]), max(int(table["cpu_ns"].iat[i] - lost[i]), 0), int(table["launches"].iat[i]),
                    int(python[i]), bool(overhead[i] >= 0))
         for i in range(its.count)

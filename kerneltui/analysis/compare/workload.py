@@ -200,12 +200,23 @@ def compare_workloads(a: Trace, b: Trace) -> Comparability:
     return Comparability(ok, tuple(differences + notes), evidence)
 
 
+def valid_shapes(shapes) -> dict | None:
+    """A record_shapes dict whose dims and types are lists (types of strings), else None: traces lie."""
+    if not isinstance(shapes, dict):
+        return None
+    dims, types = shapes.get("dims"), shapes.get("types")
+    if not isinstance(dims, list) or not isinstance(types, list) or not all(isinstance(t, str) for t in types):
+        return None
+    return shapes
+
+
 def _tensor_args(shapes: dict | None) -> list[tuple[Shape, str]]:
     """(shape, dtype tag) of each tensor argument in order; TensorList elements get tag ""."""
+    shapes = valid_shapes(shapes)
     if not shapes:
         return []
     out = []
-    for dims, kind in zip(shapes.get("dims") or [], shapes.get("types") or []):
+    for dims, kind in zip(shapes["dims"], shapes["types"]):
         if kind == "TensorList" and isinstance(dims, list):
             out += [(s, "") for s in map(_shape, dims) if s is not None]
         elif isinstance(kind, str) and kind in ITEMSIZE:
