@@ -91,18 +91,21 @@ class BlockStream:
         with open(self.path, "rb") as f:
             while compressed := f.read(BLOCK // 16):  # ~16 MB once inflated
                 done += len(compressed)
-                try:
-                    out = inflater.decompress(compressed)
-                    # concatenated gzip members are one stream to gzip(1)
-                    while inflater.eof and inflater.unused_data:
-                        rest = inflater.unused_data
-                        inflater = _zlib.decompressobj(wbits=31)
-                        out += inflater.decompress(rest)
-                except _INFLATE_ERRORS as exc:
-                    raise TraceError(f"{self.path}: corrupt gzip data ({exc})") from None
+                pending = compressed
+                while pending:
+                    try:
+                        # at most BLOCK out per call: a megabyte of zeros inflates to a gigabyte
+                        out = inflater.decompress(pending, BLOCK)
+                        pending = inflater.unconsumed_tail
+                        # concatenated gzip members are one stream to gzip(1)
+                        if inflater.eof and inflater.unused_data:
+                            pending = inflater.unused_data
+                            inflater = _zlib.decompressobj(wbits=31)
+                    except _INFLATE_ERRORS as exc:
+                        raise TraceError(f"{self.path}: corrupt gzip data ({exc})") from None
+                    if out:
+                        yield out
                 self.progress(done / self.file_bytes)
-                if out:
-                    yield out
         tail = inflater.flush()
         if tail:
             yield tail

@@ -261,7 +261,9 @@ class ChunkDecoder:
         gpu_args = [args[i] for i in gpu]
         _fill(cols, n, gpu, gpu_args, GPU_FIELDS)
         cols["occupancy"] = np.full(n, np.nan, np.float32)
-        cols["occupancy"][gpu] = np.fromiter((a.occupancy for a in gpu_args), np.float32, len(gpu))
+        occupancy = np.fromiter((a.occupancy for a in gpu_args), np.float64, len(gpu))
+        # a percentage: anything outside [0, 100] (1e308 included, which float32 cannot hold) is unknown
+        cols["occupancy"][gpu] = np.where((occupancy >= 0) & (occupancy <= 100), occupancy, np.nan)
         for axis, i in (("x", 0), ("y", 1), ("z", 2)):
             _fill_values(cols, n, f"grid_{axis}", gpu, (a.grid[i] if a.grid else -1 for a in gpu_args))
             _fill_values(cols, n, f"block_{axis}", gpu, (a.block[i] if a.block else -1 for a in gpu_args))

@@ -24,6 +24,9 @@ def name_pattern(pattern: str) -> re.Pattern:
     return re.compile(re.escape(pattern), re.IGNORECASE)
 
 
+SEARCHED = 16_384
+
+
 def matching_rows(gpu: pd.DataFrame, pattern: str, columns=("short", "full_name")) -> np.ndarray:
     """Boolean mask of GPU rows whose short or full name matches the pattern."""
     if not pattern:
@@ -34,7 +37,9 @@ def matching_rows(gpu: pd.DataFrame, pattern: str, columns=("short", "full_name"
         names = gpu[column]
         if not isinstance(names.dtype, pd.CategoricalDtype):
             names = names.astype("category")
-        hits = np.fromiter((bool(regex.search(str(c))) for c in names.cat.categories), bool)
+        # a regex can backtrack quadratically: search the first SEARCHED characters of a name (real names
+        # stay under 2,000; a trace can carry megabyte ones)
+        hits = np.fromiter((bool(regex.search(str(c)[:SEARCHED])) for c in names.cat.categories), bool)
         codes = names.cat.codes.to_numpy()
         mask |= (codes >= 0) & hits[np.clip(codes, 0, None)] if len(hits) else False
     return mask

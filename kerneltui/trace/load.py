@@ -31,8 +31,8 @@ from kerneltui.trace.schema import EVENT_COLUMNS, TraceMeta
 
 _WS = b" \t\r\n"
 _HEADER_LIMIT = 64 << 20  # look this far for "traceEvents" before decoding the file whole
-WHOLE_LIMIT = 512 << 20  # a file decoded whole takes ~8x its size in memory: past this, say so instead
-EVENT_LIMIT = 256 << 20  # one event this large is a bomb, not a profiler's record
+WHOLE_LIMIT = 256 << 20  # a file decoded whole takes ~8x its size in memory: past this, say so instead
+EVENT_LIMIT = 64 << 20  # one event (or the space between two) this large is a bomb, not a profiler's record
 
 
 class RawTrace:
@@ -87,6 +87,8 @@ class _EventReader:
             located = self._locate_array(head)
             if located is not None or len(head) > _HEADER_LIMIT:
                 break
+        if not head[:_HEADER_LIMIT].strip(_WS) and len(head) > _HEADER_LIMIT:
+            raise TraceError(f"{self.stream.path} starts with over {_HEADER_LIMIT >> 20} MB of blank space: not a trace")
         else:
             located = self._locate_array(head)
         if located is None or located[1] is None:

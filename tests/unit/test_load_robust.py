@@ -281,3 +281,25 @@ def test_summary_exits_2_when_the_file_is_not_whole(tmp_path, capsys, damage, st
     assert main(["summary", str(path), "--format", "json"]) == status
     err = capsys.readouterr().err
     assert err.startswith(f"kerneltui: {path}: {warning}") and err.count("\n") == 1
+
+
+def test_a_gzip_bomb_inside_an_event_is_refused_in_bounded_steps(tmp_path):
+    """A megabyte of gzip can inflate to gigabytes of blanks: inflated 16 MB at a time, refused past 64 MB
+    without an event boundary (70 MB of blanks followed by events is valid JSON, and loads)."""
+    text = kineto_text()
+    at = text.index('"cat": "kernel"')
+    path = write(tmp_path, text[:at] + " " * (100 << 20) + text[at:], compress=True)
+    with pytest.raises(TraceError, match="holds an event of over 64 MB: not a trace kerneltui can read"):
+        load_trace(path)
+
+
+def test_a_blank_file_is_refused_without_reading_all_of_it(tmp_path):
+    path = write(tmp_path, " " * (70 << 20) + kineto_text(), compress=True)
+    with pytest.raises(TraceError, match="starts with over 64 MB of blank space: not a trace"):
+        load_trace(path)
+
+
+def test_an_occupancy_out_of_range_is_unknown(tmp_path):
+    text = kineto_text().replace('"est. achieved occupancy %": 46', '"est. achieved occupancy %": 1e308', 1)
+    trace = load_trace(write(tmp_path, text))
+    assert len(trace.gpu) == 2 and trace.gpu["occupancy"].isna().tolist()[0]
