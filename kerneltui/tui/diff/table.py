@@ -42,7 +42,6 @@ class MatchTable(VirtualTable):
         self.sort_column = "match"
         self._names = [printable(n) for n in matches["name"]]
         self._cuts: dict[int, dict[str, str]] = {}  # width -> distinct_cuts of the names
-        self._drawing_width: int | None = None  # the table width while a row is drawn
 
     def columns(self) -> list[Column]:
         return [
@@ -74,12 +73,6 @@ class MatchTable(VirtualTable):
             f"{side_rate(m, 'a')} → {side_rate(m, 'b')}",
         ]
 
-    def _row_strip(self, row: int, width: int):
-        self._drawing_width = width  # cells() then cuts names for the screen, so that rows stay told apart
-        try:
-            return super()._row_strip(row, width)
-        finally:
-            self._drawing_width = None
 
     def _shown_name(self, name: str) -> str:
         """The name as drawn: cut with ``distinct_cuts`` among all rows' names (whole outside drawing)."""

@@ -73,7 +73,6 @@ class KernelTable(VirtualTable):
         self._values: dict[str, np.ndarray] = {}
         self._natural: dict[str, int] = {}
         self._cuts: dict[tuple[str, int], dict[str, str]] = {}  # (field, width) -> distinct_cuts of the kept names
-        self._drawing_width: int | None = None  # the table width while a row is drawn
         self.sort_column, self.sort_reverse = "total", True
 
     # -- data -----------------------------------------------------------------
@@ -154,12 +153,6 @@ class KernelTable(VirtualTable):
             out.append(self._shown_name(str(value)) if c.key == "name" else fmt(value))
         return out
 
-    def _row_strip(self, row: int, width: int):
-        self._drawing_width = width  # cells() then cuts names for the screen, so that rows stay told apart
-        try:
-            return super()._row_strip(row, width)
-        finally:
-            self._drawing_width = None
 
     def _shown_name(self, name: str) -> str:
         """The name as drawn: cut with ``distinct_cuts`` among the kept rows' names (whole outside drawing)."""

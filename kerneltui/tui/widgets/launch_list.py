@@ -53,7 +53,6 @@ class LaunchList(VirtualTable):
         self._short: tuple[str, ...] = ()
         self._full: tuple[str, ...] = ()
         self._cuts: dict[tuple[bool, int], dict[str, str]] = {}  # (full_names, width) -> distinct_cuts of kernel names
-        self._drawing_width: int | None = None  # the table width while a row is drawn
         self.sort_column, self.sort_reverse = "start", False
 
     def set_source(self, kernels: Kernels, browse: Browse | None) -> None:
@@ -149,12 +148,6 @@ class LaunchList(VirtualTable):
         name = printable(self.kernels.trace.name(int(self._ev_name[event])))
         return [start, dur, f"t{self._lane_tid[self._ev_lane[event]]}", "", name, f"({kind})"]
 
-    def _row_strip(self, row: int, width: int):
-        self._drawing_width = width  # cells() then cuts kernel names for the screen, so that rows stay told apart
-        try:
-            return super()._row_strip(row, width)
-        finally:
-            self._drawing_width = None
 
     def _shown_name(self, name: str) -> str:
         """A kernel name as drawn: cut with ``distinct_cuts`` among all kernel names (whole outside drawing)."""

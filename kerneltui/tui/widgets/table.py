@@ -250,7 +250,18 @@ class VirtualTable(ScrollView, can_focus=True):
         self._styles = {}
         self._lines.clear()
 
+    # the table width while a row is drawn: cells() may then cut names for the screen (whole otherwise,
+    # for tests and copying), so that rows stay told apart
+    _drawing_width: int | None = None
+
     def _row_strip(self, row: int, width: int) -> Strip:
+        self._drawing_width = width
+        try:
+            return self._draw_row(row, width)
+        finally:
+            self._drawing_width = None
+
+    def _draw_row(self, row: int, width: int) -> Strip:
         texts = self.cells(row)
         layout = self._layout(width)
         all_columns = self.columns()
