@@ -4,7 +4,7 @@
     python benchmarks/fuzz.py --seed 7 --only 1234          # rebuild and rerun one mutant, verbosely
     python benchmarks/fuzz.py --classes truncate,ids --count 200
 
-Seeds are the real traces in traces/, tests/data/ and ../shared/traces (see tests/fuzzing.py for the
+Seeds are the real traces in traces/ and tests/data/ (see tests/fuzzing.py for the
 mutation classes and the checks). Each mutant is a pure function of (--seed, its index), so a run is
 reproducible whatever --jobs is. Mutants run in-process in worker processes (the CLI's ``main`` with
 stdout/stderr captured, ~10 ms of overhead instead of ~1 s for a fresh interpreter); a worker whose peak
@@ -68,7 +68,7 @@ def bases_for(args) -> list[fuzzing.Base]:
     if args.small_seeds:
         bases = [b for b in bases if b.parsed and b.events <= args.max_events]
     if not bases:
-        sys.exit("fuzz: no seed traces found (traces/, tests/data/, ../shared/traces)")
+        sys.exit("fuzz: no seed traces found (traces/, tests/data/)")
     return bases
 
 

@@ -41,13 +41,10 @@ import orjson
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE_DIR = ROOT / "kerneltui"
-SHARED = ROOT.parent / "shared" / "traces"
 SEED_DIRS = (
     ROOT / "traces",
     ROOT / "tests" / "data" / "traces",
     ROOT / "tests" / "data" / "external",
-    SHARED,
-    SHARED / "external",
 )
 DEFAULT_CACHE = Path(os.environ.get("KERNELTUI_FUZZ_CACHE", "/tmp/kerneltui-fuzz-cache"))
 
@@ -1374,19 +1371,10 @@ async def _browse(path: str, keys: list[str], size=(100, 30)) -> int:
 
 
 async def _drive(app, keys: list[str], size) -> None:
-    from kerneltui.tui.screens.browser import BrowserScreen
-    from textual.worker import WorkerFailed
+    from tests.tui.helpers import settle
 
     async with app.run_test(size=size) as pilot:
-        try:
-            await app.workers.wait_for_complete()
-        except WorkerFailed:
-            pass
-        for _ in range(50):
-            await pilot.pause()
-            screen = app.screen
-            if (isinstance(screen, BrowserScreen) and screen.browse is not None) or app.error:
-                break
+        await settle(app, pilot)
         if not app.error:
             for key in keys:
                 await pilot.press(key)

@@ -50,10 +50,6 @@ class RawTrace:
         self.end_damaged = end_damaged  # the events are whole, what follows them is not
         self.losses: Losses = decoder.losses
 
-    @property
-    def skipped(self) -> int:
-        return self.losses.skipped
-
 
 def read_trace(path: str | os.PathLike, progress: Callable[[float], None] | None = None) -> tuple[RawTrace, TraceMeta]:
     stream = BlockStream(path, progress)

@@ -7,6 +7,7 @@ from contextlib import asynccontextmanager
 from textual.worker import WorkerFailed
 
 from kerneltui.tui.app import build_app
+from kerneltui.tui.diff.screen import DiffScreen
 from kerneltui.tui.screens.browser import BrowserScreen
 from kerneltui.tui.widgets.kernel_table import KernelTable
 from kerneltui.tui.widgets.launch_list import LaunchList
@@ -49,3 +50,17 @@ def screen_text(widget) -> list[str]:
 def parts(app):
     screen = app.screen
     return (screen, screen.query_one(KernelTable), screen.query_one(LaunchList), screen.query_one(Timeline))
+
+
+async def wait_for_diff(pilot) -> None:
+    """Until the worker has loaded and diffed both traces (or failed)."""
+    app = pilot.app
+    try:
+        await app.workers.wait_for_complete()
+    except WorkerFailed:
+        pass  # a load error: the app shows it (test_a_bad_file_is_one_line_and_exit_2)
+    for _ in range(100):
+        await pilot.pause()
+        if isinstance(app.screen, DiffScreen) or app.error:
+            break
+    await pilot.pause()

@@ -5,7 +5,6 @@ from __future__ import annotations
 from contextlib import asynccontextmanager
 
 import pytest
-from textual.worker import WorkerFailed
 
 from kerneltui.errors import TraceError
 from kerneltui.trace import load_trace
@@ -15,6 +14,7 @@ from kerneltui.tui.diff.table import MatchTable
 from kerneltui.tui.diff.timelines import PairedTimelines
 from kerneltui.tui.screens.help import HelpScreen
 from kerneltui.tui.screens.loading import LoadingScreen
+from tests.tui.helpers import wait_for_diff
 from tests.conftest import PROJECT_TRACES, shared_trace
 
 EAGER = PROJECT_TRACES / "add_relu_1M_eager.json.gz"
@@ -23,20 +23,6 @@ COMPILED = PROJECT_TRACES / "add_relu_1M_compiled.json.gz"
 
 def pair(workload: str):
     return shared_trace(f"{workload}_eager"), shared_trace(f"{workload}_compiled")
-
-
-async def wait_for_diff(pilot) -> None:
-    """Until the worker has loaded and diffed both traces (or failed)."""
-    app = pilot.app
-    try:
-        await app.workers.wait_for_complete()
-    except WorkerFailed:
-        pass  # a load error: the app shows it (test_a_bad_file_is_one_line_and_exit_2)
-    for _ in range(100):
-        await pilot.pause()
-        if isinstance(app.screen, DiffScreen) or app.error:
-            break
-    await pilot.pause()
 
 
 @asynccontextmanager

@@ -13,7 +13,6 @@ from __future__ import annotations
 import re
 from contextlib import asynccontextmanager
 
-from textual.worker import WorkerFailed
 
 from kerneltui.tui.diff.app import build_app as build_diff_app
 from kerneltui.tui.diff.screen import DiffScreen
@@ -21,7 +20,7 @@ from kerneltui.tui.diff.table import MatchTable
 from kerneltui.tui.diff.timelines import PairedTimelines
 from kerneltui.tui.screens.loading import LoadingScreen
 from kerneltui.tui.widgets.details import DetailsPane
-from tests.tui.helpers import opened, parts, rows
+from tests.tui.helpers import opened, parts, rows, wait_for_diff
 from tests.unit.test_terminal_text import (
     DEVICE_SHOWN,
     KERNEL_SHOWN,
@@ -188,15 +187,7 @@ async def test_a_path_with_an_escape_in_the_load_error(tmp_path):
 async def opened_diff(a, b, size=(200, 50)):
     app = build_diff_app(str(a), str(b))
     async with app.run_test(size=size) as pilot:
-        try:
-            await app.workers.wait_for_complete()
-        except WorkerFailed:
-            pass
-        for _ in range(100):
-            await pilot.pause()
-            if isinstance(app.screen, DiffScreen) or app.error:
-                break
-        await pilot.pause()
+        await wait_for_diff(pilot)
         yield app, pilot
 
 

@@ -13,7 +13,8 @@ from collections import Counter
 import numpy as np
 import pandas as pd
 
-from kerneltui.analysis.compare.align import Row
+from kerneltui.analysis.compare.align import Row, Side, align
+from kerneltui.analysis.compare.anchors import event_roles
 
 MATCH_COLUMNS = ["kind", "phase", "name", "a_name", "b_name", "a_keys", "b_keys", "a_count", "b_count", "a_ns",
                  "b_ns", "delta_ns", "a_bytes", "b_bytes", "a_flops", "b_flops", "a_dtype", "b_dtype", "a_largest",
@@ -134,9 +135,6 @@ def _per_step(count: int, pairs: int) -> str:
 def matched_kernels(a, b, traffic_a, traffic_b, phase_a: np.ndarray | None = None,
                     phase_b: np.ndarray | None = None) -> tuple[pd.DataFrame, int]:
     """The matched table of two traces, and over how many step pairs it was counted."""
-    from kerneltui.analysis.compare.align import Side, align
-    from kerneltui.analysis.compare.anchors import event_roles
-
     pairs = min(a.iterations.count, b.iterations.count)
     sides = []
     for trace, phase in ((a, phase_a), (b, phase_b)):
