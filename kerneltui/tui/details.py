@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from kerneltui.trace.schema import KIND_LABEL, Kind
+from kerneltui.trace.traffic import copy_kind
 from kerneltui.tui.model import Browse, Kernels
 from kerneltui.units import fmt_bytes, fmt_ns, fmt_share
 
@@ -52,7 +53,12 @@ def launch_details(kernels: Kernels, browse: Browse | None, launch: int, full_na
     short, full = kernels.key_short[code], kernels.key_full[code]
     kind = Kind(int(r["kind"]))
     rows: list[tuple[str, str]] = []
-    if kind != Kind.KERNEL:
+    if kind == Kind.MEMCPY:
+        # "memcpy H2D (pinned)": which way and from what host memory, from Kineto's name of the copy
+        direction, _, memory = copy_kind(str(r["full_name"]))[0].partition(" ")
+        label = "" if direction == "copy" else f" {direction}" + (f" ({memory})" if memory else "")
+        rows.append(("kind", f"{KIND_LABEL[kind]}{label}"))
+    elif kind != Kind.KERNEL:
         rows.append(("kind", KIND_LABEL[kind]))
     same = kernels.key_codes == code
     nth = int(np.count_nonzero(same[:launch])) + 1
@@ -117,6 +123,10 @@ def _source(trace, browse: Browse, launch: int) -> str:
     return f"{source}  [{module}]" if module else source
 
 
+HOST_COPIES = ("copy-h2d", "copy-d2h")  # traffic.copy_kind's bases of copies over the host link
+OTHER_COPIES = ("copy-p2p", "copy-h2h", "copy-unknown")
+
+
 def _traffic_rows(trace, browse: Browse, launch: int, kind: Kind) -> list[tuple[str, str]]:
     t = browse.traffic
     if t is None:
@@ -136,9 +146,22 @@ def _traffic_rows(trace, browse: Browse, launch: int, kind: Kind) -> list[tuple[
     out = [("bytes", f"{fmt_bytes(row['bytes'])} ({basis})")]
     spec = browse.device_spec
     peak = getattr(spec, "name", "peak")
+    if spec is None and basis in HOST_COPIES:
+        peak = f"device {trace.meta.device_name!r}"
     if not math.isnan(row["tflops"]):
         share = f", {fmt_share(row['flops_share'])} of {peak} {row['dtype']} peak" if not math.isnan(row["flops_share"]) else ""
         out.append(("compute", f"{row['tflops']:.1f} TFLOP/s{share}"))
+    elif not math.isnan(row["gbs"]) and basis in HOST_COPIES:
+        # host copies cross the host link (PCIe, NVLink-C2C), never HBM: rated against the link
+        link = getattr(spec, "host_link", "")
+        if math.isnan(row["link_gbs"]) or not link:
+            where = f"{peak} not in the device table" if spec is None else f"no host link known for {peak}"
+            out.append(("bandwidth", f"{fmt_rate(row['gbs'])}; host link peak unknown ({where})"))
+        else:
+            out.append(("bandwidth", f"{fmt_rate(row['gbs'])}, {fmt_share(row['link_share'])} of the host link "
+                                     f"({link}, {fmt_rate(row['link_gbs'])})"))
+    elif not math.isnan(row["gbs"]) and basis in OTHER_COPIES:
+        out.append(("bandwidth", f"{fmt_rate(row['gbs'])} (a copy off the device's memory: no peak to rate it against)"))
     elif not math.isnan(row["gbs"]):
         share = f", {fmt_share(row['peak_share'])} of {peak} peak" if not math.isnan(row["peak_share"]) else ""
         flag = "  above HBM peak: data was in L2" if bool(row["above_peak"]) else ""
