@@ -19,6 +19,42 @@ def fmt_ns(ns: float) -> str:
     return f"{ns / 1e9:.2f}s"
 
 
+_TICK_UNITS = ((1_000_000_000, "s"), (1_000_000, "ms"), (1_000, "µs"), (1, "ns"))
+
+
+def tick_unit(largest: int) -> int:
+    """The unit (ns per unit) for tick labels of a window whose ticks reach ``|largest|`` ns."""
+    largest = abs(int(largest))
+    for size, _ in _TICK_UNITS:
+        if largest >= size:
+            return size
+    return 1
+
+
+def fmt_tick(ns: int, step: int, unit: int | None = None) -> str:
+    """A tick time exact to its step, in one unit for the whole axis: ``17.842ms`` at a 2 µs
+    step, ``17.84201ms`` at 10 ns, ``0.5s``; ``0`` for zero.
+
+    ``unit`` (1, 1e3, 1e6 or 1e9 ns; default ``tick_unit(ns)``) should be the axis's
+    ``tick_unit`` so that neighbouring labels share it. Decimals are exactly those the
+    step needs, so two ticks one step apart never read the same, and the label parsed
+    back is the tick time (integer arithmetic: no float rounding).
+    """
+    ns, step = int(ns), max(int(step), 1)
+    if ns == 0:
+        return "0"
+    unit = tick_unit(ns) if unit is None else int(unit)
+    name = dict(_TICK_UNITS)[unit]
+    decimals = 0
+    while decimals < 9 and (step * 10**decimals) % unit:
+        decimals += 1
+    whole, rest = divmod(abs(ns), unit)
+    text = f"{whole:,}"
+    if decimals:
+        text += "." + str(rest * 10**decimals // unit).zfill(decimals)
+    return ("-" if ns < 0 else "") + text + name
+
+
 def plural(n: float, word: str) -> str:
     """'1 launch', '2 launches', '1,234 kernels'."""
     ending = "es" if word.endswith(("ch", "sh", "s", "x")) else "s"

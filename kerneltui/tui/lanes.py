@@ -4,6 +4,34 @@ No Textual here: the timeline widget draws what these functions compute, and
 tests check the numbers without a terminal. A lane answers "how much of the
 time between two edges is busy" in O(log n) from a cumulative sum, so drawing a
 window costs the same for ten events or a million (one binary search per cell).
+
+Public API::
+
+    lanes_from_trace(trace, origin=None, op_depths=8) -> list[Lane]
+    filter_lanes(lanes, keep_ids) -> list[Lane]      # keep_ids: bool mask over GPU ids; CPU event ids always kept
+    op_id(row) -> int / op_row(id_) -> int           # CPU event row <-> lane id (see "Ids")
+    Lane(key, label, starts, ends, ids, kinds, names, labels=(), full_labels=())
+    lane.position_of(id_), lane.nearest(t), lane.cells(edges), lane.window_slice(t0, t1), lane.subset(mask)
+    nice_step(span, cells, min_cells_per_tick)
+
+Lanes, in order (``lanes_from_trace``):
+
+* one per GPU (device, stream): key ``gpu:<device>:<stream>``, label ``GPU0 s7``;
+  a stream whose work is all memcpy says its direction: ``GPU0 s20 H2D``,
+  ``GPU0 s21 D2H`` (``copy`` when its copies go several ways);
+* one per CPU thread that launched GPU work, holding its launch calls (labelled
+  by the op around each): key ``cpu:<lane>``, label ``CPU t416`` / ``CPU autograd``;
+  the main thread first (the thread with the most launches, threads named
+  "autograd" after the others), then the rest by number of launches, most first;
+* the main thread's ops as an icicle: one lane per nesting depth ``d`` (0 =
+  outermost, at most ``op_depths``) holding its cpu_op and user_annotation
+  intervals (ProfilerStep#N included when it is on that thread), labelled by op
+  name: key ``op:<lane>:<depth>``, label ``ops d0``, ``ops d1``, ...
+
+Ids: an id >= 0 is a row of ``trace.gpu`` (a kernel in its stream lane, and its
+launch call in its thread lane: selecting one highlights both). An id < -1 is a
+CPU event: ``-id - 2`` is its row in ``trace.events`` (``op_id(row)`` / ``op_row(id_)``).
+-1 is never an id (it reads "none" elsewhere).
 """
 
 from __future__ import annotations
@@ -17,6 +45,17 @@ import pandas as pd
 from kerneltui.terminal_text import printable
 from kerneltui.trace.model import Trace
 from kerneltui.trace.schema import Kind
+from kerneltui.trace.traffic import copy_kind
+
+
+def op_id(row):
+    """The lane id of a CPU event row of ``trace.events`` (works on arrays)."""
+    return -(row + 2)
+
+
+def op_row(id_):
+    """The ``trace.events`` row of a CPU event id (< -1); meaningless for GPU ids (>= 0)."""
+    return -id_ - 2
 
 
 def _frozen(a) -> np.ndarray:
@@ -30,8 +69,10 @@ class Lane:
     """One timeline row: intervals [starts, ends) sorted by start, each with an id.
 
     ``ids`` are the caller's handles (the browser uses row positions in
-    ``trace.gpu``), so that selecting an id highlights it in every lane holding
-    it (a kernel in its stream lane, its launch call in its thread lane).
+    ``trace.gpu``, and ``op_id(row)`` < -1 for CPU events), so that selecting an
+    id highlights it in every lane holding it (a kernel in its stream lane, its
+    launch call in its thread lane). They need not be increasing: ``position_of``
+    builds a sorted index on first use.
     ``names`` gives each interval a label code into ``labels`` (drawn inside the
     interval once it is wide enough); ``kinds`` holds a schema.Kind per interval.
     """
@@ -46,8 +87,10 @@ class Lane:
     labels: tuple[str, ...] = ()
     full_labels: tuple[str, ...] = ()  # labels when full names are on (defaults to labels)
     longest: int = field(init=False, repr=False)  # ns: no interval is wider (skips label search)
+    min_id: int = field(init=False, repr=False)  # < 0: the lane holds CPU event ids
     _cum: np.ndarray = field(init=False, repr=False)
     _sorted_ends: np.ndarray = field(init=False, repr=False)
+    _index: dict = field(init=False, repr=False, default_factory=dict)  # lazily built lookups
 
     def __post_init__(self) -> None:
         for name in ("starts", "ends", "ids", "kinds", "names"):
@@ -63,6 +106,9 @@ class Lane:
         if not self.full_labels:
             object.__setattr__(self, "full_labels", self.labels)
         object.__setattr__(self, "longest", int(durations.max()) if len(durations) else 0)
+        object.__setattr__(self, "min_id", int(self.ids.min()) if len(self.ids) else 0)
+        ids = self.ids
+        self._index["sorted"] = len(ids) < 2 or bool(np.all(ids[1:] >= ids[:-1]))
 
     def __len__(self) -> int:
         return len(self.starts)
@@ -107,12 +153,37 @@ class Lane:
         return slice(min(lo, hi), hi)
 
     def position_of(self, id_: int) -> int:
-        """Position of an id in the lane, or -1 (ids are increasing in lanes built here)."""
-        at = int(np.searchsorted(self.ids, id_))
-        if at < len(self.ids) and self.ids[at] == id_:
-            return at
-        found = np.flatnonzero(self.ids == id_)  # ids not sorted: a caller's own lane
-        return int(found[0]) if len(found) else -1
+        """Position of an id in the lane, or -1: a binary search (over a sorted index when ids aren't increasing)."""
+        ids = self.ids
+        if self._index["sorted"]:
+            at = int(np.searchsorted(ids, id_))
+            return at if at < len(ids) and ids[at] == id_ else -1
+        order = self._index.get("order")
+        if order is None:
+            order = np.argsort(ids, kind="stable")
+            self._index["order"], self._index["sorted_ids"] = order, ids[order]
+        sorted_ids = self._index["sorted_ids"]
+        at = int(np.searchsorted(sorted_ids, id_))
+        return int(order[at]) if at < len(sorted_ids) and sorted_ids[at] == id_ else -1
+
+    def kept(self, keep_ids: np.ndarray) -> np.ndarray:
+        """Per interval: ``keep_ids[id]`` for GPU ids (>= 0); CPU event ids (< 0) are always kept."""
+        if self.min_id >= 0:
+            return keep_ids[self.ids]
+        out = self.ids < 0
+        gpu = ~out
+        out[gpu] = keep_ids[self.ids[gpu]]
+        return out
+
+    def mask_of(self, mask: np.ndarray, sl: slice | None = None) -> np.ndarray:
+        """Per interval (of ``sl``): ``mask[id]`` for GPU ids, False for CPU event ids."""
+        ids = self.ids if sl is None else self.ids[sl]
+        if self.min_id >= 0:
+            return mask[ids]
+        gpu = ids >= 0
+        out = np.zeros(len(ids), bool)
+        out[gpu] = mask[ids[gpu]]
+        return out
 
     def nearest(self, t: int) -> int:
         """Position of the interval containing t, else the closest one; -1 for an empty lane."""
@@ -136,7 +207,7 @@ class Lane:
 
     def subset(self, keep_ids: np.ndarray) -> Lane:
         """The lane restricted to ids where ``keep_ids[id]`` is true (a filter over all ids)."""
-        at = np.flatnonzero(keep_ids[self.ids])
+        at = np.flatnonzero(self.kept(keep_ids))
         if len(at) == len(self):
             return self
         # one index array and take(): a boolean mask per column costs twice as much at 1M
@@ -153,13 +224,15 @@ class Cells:
     last: np.ndarray  # position of the last interval starting before the cell's end (-1: none)
 
 
-def lanes_from_trace(trace: Trace, origin: int | None = None) -> list[Lane]:
-    """One lane per GPU (device, stream), then one per CPU thread that launched GPU work.
+def lanes_from_trace(trace: Trace, origin: int | None = None, op_depths: int = 8) -> list[Lane]:
+    """GPU stream lanes, then CPU launch-call lanes, then the main thread's op icicle (see the module docstring).
 
     Times are relative to ``origin`` (default: the start of the trace's window),
     so two traces drawn one above the other share a time axis that starts at 0.
-    Ids are positions in ``trace.gpu``; a CPU lane holds the launch calls, each
-    with the id of the GPU event it launched, and is labelled with the op.
+    GPU and launch-call lanes hold ids = positions in ``trace.gpu``; a CPU lane
+    holds the launch calls, each with the id of the GPU event it launched, and
+    is labelled with the op. Icicle lanes (``op_depths`` of them at most; 0: none)
+    hold ``op_id(row)`` of cpu_op / user_annotation rows of ``trace.events``.
     Labels are drawn text: made printable here, once per distinct name.
     """
     g = trace.gpu
@@ -168,30 +241,93 @@ def lanes_from_trace(trace: Trace, origin: int | None = None) -> list[Lane]:
         return []
     ids = np.arange(len(g), dtype=np.int64)
     key = g["key"].cat
-    short_by_key = _first_per_code(key.codes.to_numpy(), g["short"].astype(str).to_numpy(), len(key.categories))
-    full_by_key = _first_per_code(key.codes.to_numpy(), g["full_name"].astype(str).to_numpy(), len(key.categories))
+    codes = key.codes.to_numpy()
+    full_names = g["full_name"].astype(str).to_numpy()
+    short_by_key = _first_per_code(codes, g["short"].astype(str).to_numpy(), len(key.categories))
+    full_by_key = _first_per_code(codes, full_names, len(key.categories))
     lanes = []
     ts, end = g["ts"].to_numpy() - origin, g["end"].to_numpy() - origin
     kinds = g["kind"].to_numpy()
-    codes = key.codes.to_numpy()
+    devices, streams = g["device"].to_numpy(), g["stream"].to_numpy()
     pairs = g[["device", "stream"]].drop_duplicates().sort_values(["device", "stream"])
     for device, stream in pairs.itertuples(index=False):
-        mask = (g["device"].to_numpy() == device) & (g["stream"].to_numpy() == stream)
+        mask = (devices == device) & (streams == stream)
         label = f"GPU{device} s{stream}"
+        direction = _copy_direction(kinds[mask], full_names[mask])
+        if direction:
+            label = f"{label} {direction}"
         lanes.append(Lane(f"gpu:{device}:{stream}", label, ts[mask], end[mask], ids[mask], kinds[mask],
                           codes[mask], short_by_key, full_by_key))
     launch_lane = g["launch_lane"].to_numpy()
     op = g["op"].cat
     op_labels = tuple(printable(str(c)) for c in op.categories)
-    for lane in sorted(int(x) for x in np.unique(launch_lane[launch_lane >= 0])):
+    launch_ts, launch_dur = g["launch_ts"].to_numpy(), g["launch_dur"].to_numpy()
+    op_codes = op.codes.to_numpy()
+    threads = _threads_by_launches(trace.lanes, launch_lane)
+    for lane in threads:
         mask = launch_lane == lane
-        starts = g["launch_ts"].to_numpy()[mask] - origin
+        starts = launch_ts[mask] - origin
         order = np.argsort(starts, kind="stable")
-        ends = starts + g["launch_dur"].to_numpy()[mask]
+        ends = starts + launch_dur[mask]
         lanes.append(Lane(f"cpu:{lane}", _thread_label(trace.lanes, lane), starts[order], ends[order],
                           ids[mask][order], np.full(int(mask.sum()), Kind.RUNTIME, np.int8),
-                          op.codes.to_numpy()[mask][order], op_labels))
+                          op_codes[mask][order], op_labels))
+    if threads and op_depths > 0:
+        lanes += op_lanes(trace, threads[0], origin, op_depths)
     return lanes
+
+
+def op_lanes(trace: Trace, lane: int, origin: int, op_depths: int = 8) -> list[Lane]:
+    """The icicle of one thread: a lane per nesting depth < op_depths of its cpu_op and user_annotation events.
+
+    Depths are those of ``trace.op_stack(lane)`` (its Nesting, computed once per
+    thread and shared with the linking); runtime and driver calls are its leaves,
+    so they change no op's depth. Vectorised: one sort by depth, one unique over names.
+    """
+    stack = trace.op_stack(lane)
+    if stack is None:
+        return []
+    n = stack.nesting
+    sorted_kinds = stack.kinds[n.order]
+    keep = np.flatnonzero(((sorted_kinds == Kind.CPU_OP) | (sorted_kinds == Kind.ANNOTATION)) & (n.depth < op_depths))
+    if not len(keep):
+        return []
+    depth = n.depth[keep]
+    by_depth = keep[np.argsort(depth, kind="stable")]  # sorted positions per depth, still by start
+    depths, first = np.unique(n.depth[by_depth], return_index=True)
+    rows = stack.rows[n.order[by_depth]]
+    ev = trace.events
+    names, name_codes = np.unique(ev["name"].to_numpy()[rows], return_inverse=True)
+    labels = tuple(printable(trace.name(int(c))) for c in names)
+    kinds = stack.kinds[n.order[by_depth]]
+    starts, ends = n.starts[by_depth] - origin, n.ends[by_depth] - origin
+    out = []
+    bounds = np.append(first, len(by_depth))
+    for i, d in enumerate(depths.tolist()):
+        part = slice(int(bounds[i]), int(bounds[i + 1]))
+        out.append(Lane(f"op:{lane}:{d}", f"ops d{d}", starts[part], ends[part], op_id(rows[part]),
+                        kinds[part].astype(np.int8), name_codes.reshape(-1)[part], labels))
+    return out
+
+
+def _threads_by_launches(lanes: pd.DataFrame, launch_lane: np.ndarray) -> list[int]:
+    """Launching threads, most launches first; autograd threads after the others (so the main thread leads)."""
+    present, counts = np.unique(launch_lane[launch_lane >= 0], return_counts=True)
+    autograd = [_is_autograd(lanes, int(x)) for x in present]
+    order = sorted(range(len(present)), key=lambda i: (autograd[i], -int(counts[i]), int(present[i])))
+    return [int(present[i]) for i in order]
+
+
+def _is_autograd(lanes: pd.DataFrame, lane: int) -> bool:
+    return "autograd" in str(lanes.iloc[lane]["thread"])
+
+
+def _copy_direction(kinds: np.ndarray, names: np.ndarray) -> str:
+    """``H2D``/``D2H``/``D2D``/``P2P``/``H2H`` for a stream doing only copies one way, ``copy`` for several, "" otherwise."""
+    if not len(kinds) or not bool(np.all(kinds == Kind.MEMCPY)):
+        return ""
+    directions = {copy_kind(str(name))[0].split(" ")[0] for name in np.unique(names)}
+    return directions.pop() if len(directions) == 1 else "copy"
 
 
 def _first_per_code(codes: np.ndarray, values: np.ndarray, n: int) -> tuple[str, ...]:

@@ -4,6 +4,14 @@ Each row is a list of runs ``(text, classes)``; the widget turns class tuples
 into Rich styles. Cells are time buckets of equal width: a lane's cell shows its
 busy share as a shade (``lanes.Lane.cells``), an interval at least
 MIN_LABEL_CELLS wide carries its name, the selection is drawn over everything.
+
+Every cue has a glyph or a text style, never colour alone (NO_COLOR keeps only
+bold, reverse and underline): the selection is reverse video over its own glyphs
+(``◆`` for an interval within one cell, ``━`` across the cells it covers, its
+name kept), the selected kernel's other launches are underlined, names inside
+bars are bold (not reverse: that is the selection's cue), the queueing delay
+from a launch call to its kernel is a ``╌╌▸`` run, a range is ``├━━ 3.2ms ━━┤``
+on the axis (``◀``/``▶`` where it runs off the window).
 """
 
 from __future__ import annotations
@@ -14,9 +22,15 @@ import numpy as np
 
 from kerneltui.trace.schema import Kind
 from kerneltui.tui.lanes import Lane, nice_step
-from kerneltui.units import ellipsize, fmt_ns
+from kerneltui.units import ellipsize, fmt_ns, fmt_tick, tick_unit
 
 SHADES = " ░▒▓█"  # busy share of a cell, so dense regions read as density, not as noise
+SELECTED_CELL = "◆"  # a selected interval within one cell (reverse video of █ would read as a blank)
+SELECTED_BAR = "━"  # the cells a wider selected interval covers (its name, if drawn, stays)
+FLOW, FLOW_HEAD = "╌", "▸"  # launch call's start -> its kernel's start, in the kernel's lane
+RANGE_BAR, RANGE_START, RANGE_END, RANGE_BEFORE, RANGE_AFTER = "━", "├", "┤", "◀", "▶"
+RANGE_ANCHOR = "┃"  # the first `m` of a range, until the second
+MIN_TICK_CELLS = 10  # tick labels at least this far apart, more when the labels are longer
 MIN_LABEL_CELLS = 6  # an interval this wide (in cells) gets its name drawn inside it
 EXACT_MARKS_UP_TO = 20_000  # intervals in the window; beyond, marks use per-lane cumulative counts
 KIND_CLASS = {Kind.MEMCPY: "timeline--memcpy", Kind.MEMSET: "timeline--memset"}
@@ -58,8 +72,33 @@ class Grid:
         return c0, min(max(c1, c0), self.plot - 1)
 
 
-def tick_label(ns: int) -> str:
-    return "0" if ns == 0 else fmt_ns(ns)
+def tick_label(ns: int, step: int = 1, unit: int | None = None) -> str:
+    """A tick's text: exact to the tick step (``units.fmt_tick``)."""
+    return fmt_tick(ns, step, unit)
+
+
+def ticks(grid: Grid) -> tuple[int, list[tuple[int, int, str]]]:
+    """The tick step and the ticks ``(column, time, label)`` of the axis.
+
+    The step is a 1-2-5 x 10^k ns step wide enough for its widest label (plus the
+    ``╵`` and a blank): labels are exact to the step, so they always differ.
+    """
+    plot, w0, w1 = grid.plot, grid.w0, grid.w1
+    unit = tick_unit(max(abs(w0), abs(w1)))
+    min_cells = MIN_TICK_CELLS
+    for _ in range(4):
+        step = nice_step(w1 - w0, plot, min_cells)
+        first = -(-w0 // step) * step
+        widest = max(len(tick_label(t, step, unit)) for t in (first, first + step, (w1 - 1) // step * step))
+        if step * plot >= (widest + 2) * (w1 - w0):
+            break
+        min_cells = widest + 2
+    out = []
+    t = first
+    while t < w1:
+        out.append((grid.column(t), t, tick_label(t, step, unit)))
+        t += step
+    return step, out
 
 
 def runs(chars: list[str], classes: list[tuple[str, ...]]) -> list[Run]:
@@ -73,22 +112,35 @@ def runs(chars: list[str], classes: list[tuple[str, ...]]) -> list[Run]:
     return out
 
 
-def axis_row(grid: Grid, marker_at: int | None) -> list[Run]:
-    """Tick labels with units, and ▼ over the selection (which may be thinner than a cell)."""
+def axis_row(grid: Grid, marker_at: int | None, range_: tuple[int, int] | None = None,
+             anchor: int | None = None) -> list[Run]:
+    """Tick labels with units, a range as a band, and ▼ over the selection (which may be thinner than a cell)."""
     plot, w0, w1 = grid.plot, grid.w0, grid.w1
     chars = [" "] * plot
+    classes: list[tuple[str, ...]] = [("timeline--axis",)] * plot
     marker = grid.column(marker_at) if marker_at is not None and w0 <= marker_at < w1 else -9
-    step = nice_step(w1 - w0, plot, 10)
-    t = -(-w0 // step) * step
-    while t < w1:
-        col = grid.column(t)
-        label = "╵" + tick_label(t)
+    for col, _, text in ticks(grid)[1]:
+        label = "╵" + text
         if col + len(label) <= plot and not col - 1 <= marker <= col + len(label):
             chars[col : col + len(label)] = label
-        t += step
+    if range_ is not None and range_[1] > w0 and range_[0] < w1:
+        r0, r1 = range_
+        c0, c1 = grid.columns(r0, r1)
+        chars[c0 : c1 + 1] = RANGE_BAR * (c1 - c0 + 1)
+        classes[c0 : c1 + 1] = [("timeline--range",)] * (c1 - c0 + 1)
+        text = f" {fmt_ns(r1 - r0)} "
+        if c1 - c0 + 1 >= len(text) + 4:
+            at = c0 + (c1 - c0 + 1 - len(text)) // 2
+            chars[at : at + len(text)] = text
+        chars[c0] = RANGE_START if r0 >= w0 else RANGE_BEFORE
+        if c1 != c0 or r1 > w1:
+            chars[c1] = RANGE_END if r1 <= w1 else RANGE_AFTER
+    elif anchor is not None and w0 <= anchor < w1:
+        c = grid.column(anchor)
+        chars[c], classes[c] = RANGE_ANCHOR, ("timeline--range",)
     if marker >= 0:
         chars[min(marker, plot - 1)] = "▼"
-    return [("".join(chars), ("timeline--axis",))]
+    return runs(chars, classes)
 
 
 def step_row(grid: Grid, starts: np.ndarray, ends: np.ndarray, labels: tuple[str, ...]) -> list[Run]:
@@ -103,11 +155,20 @@ def step_row(grid: Grid, starts: np.ndarray, ends: np.ndarray, labels: tuple[str
             chars[c0] = "├"
         if drawn_ends[i] < w1 and drawn_ends[i] == ends[i]:
             chars[c1] = "┤"
-        text = f" {labels[i]} " if c1 - c0 > len(labels[i]) + 3 else f"{i + 1}"
-        if c1 - c0 >= len(text) + 2:
-            at = c0 + (c1 - c0 - len(text)) // 2 + 1
-            chars[at : at + len(text)] = text
+        # the whole label, else its number (#2), else the number without "#" (tight: 3 cells)
+        for text in (f" {labels[i]} ", short_step_label(labels[i], i), short_step_label(labels[i], i).lstrip("#")):
+            if c1 - c0 >= len(text) + 2:
+                at = c0 + (c1 - c0 - len(text)) // 2 + 1
+                chars[at : at + len(text)] = text
+                break
     return [("".join(chars), ("timeline--step",))]
+
+
+def short_step_label(label: str, index: int) -> str:
+    """A step's label where the whole one doesn't fit: ``#2`` from ``ProfilerStep#2`` (its trailing
+    digits), else its 1-based ``index + 1``."""
+    digits = len(label) - len(label.rstrip("0123456789"))
+    return f"#{label[len(label) - digits:]}" if digits else f"{index + 1}"
 
 
 @dataclass(frozen=True, eq=False)
@@ -119,6 +180,8 @@ class LaneView:
     step_starts: np.ndarray | None = None
     full_names: bool = False
     counts_cache: dict | None = None  # lane key -> cumulative marked counts, kept while marked is
+    flow_from: int | None = None  # the selected kernel's launch-call start: ╌╌▸ up to the kernel
+    range_: tuple[int, int] | None = None  # cells in it get timeline--range
 
     def marked_counts(self, lane: Lane) -> np.ndarray:
         """counts[i] = marked intervals among the lane's first i (computed once per lane and mask)."""
@@ -126,7 +189,7 @@ class LaneView:
         counts = cache.get((lane.key, len(lane)))
         if counts is None:
             counts = np.zeros(len(lane) + 1, np.int64)
-            np.cumsum(self.marked[lane.ids], out=counts[1:])
+            np.cumsum(lane.mask_of(self.marked), out=counts[1:])
             cache[(lane.key, len(lane))] = counts
         return counts
 
@@ -153,19 +216,40 @@ def lane_row(grid: Grid, lane: Lane, view: LaneView) -> list[Run]:
     _labels(grid, lane, sl, chars, extra, view.full_names)
     if view.marked is not None and sl.stop > sl.start:
         if sl.stop - sl.start <= EXACT_MARKS_UP_TO:
-            cells_marked = _covered(grid, lane, sl, view.marked[lane.ids[sl]])
+            cells_marked = _covered(grid, lane, sl, lane.mask_of(view.marked, sl))
         else:  # zoomed out on a big lane: cells where a marked interval starts, O(cells log n)
             cells_marked = lane.starting_in(grid.edges, view.marked_counts(lane)) > 0
         for c in np.flatnonzero(cells_marked):
             extra[c] = extra[c] + ("timeline--marked",)
+    if view.range_ is not None and view.range_[1] > grid.w0 and view.range_[0] < grid.w1:
+        r0, r1 = grid.columns(*view.range_)
+        for c in range(r0, r1 + 1):
+            extra[c] = extra[c] + ("timeline--range",)
     if view.selected is not None:
         position = lane.position_of(view.selected)
-        if position >= 0 and lane.ends[position] >= grid.w0 and lane.starts[position] < grid.w1:
-            c0, c1 = grid.columns(int(lane.starts[position]), int(lane.ends[position]))
-            for c in range(c0, c1 + 1):
-                colour[c] = "timeline--selected"
-                chars[c] = "█" if chars[c] in SHADES else chars[c]
+        if position >= 0:
+            _selection(grid, lane, position, view, chars, colour, extra)
     return runs(chars, [(colour[c],) + extra[c] for c in range(plot)])
+
+
+def _selection(grid: Grid, lane: Lane, position: int, view: LaneView, chars: list[str], colour: list[str],
+               extra: list) -> None:
+    start, end = int(lane.starts[position]), int(lane.ends[position])
+    if view.flow_from is not None and lane.key.startswith("gpu") and view.flow_from < start and start > grid.w0:
+        f0 = grid.column(max(view.flow_from, grid.w0))
+        k0 = grid.column(min(start, grid.w1)) if start < grid.w1 else grid.plot
+        for c in range(f0, k0):
+            if chars[c] in (" ", "┊"):
+                chars[c] = FLOW_HEAD if c == k0 - 1 else FLOW
+                colour[c] = "timeline--flow"
+    if end < grid.w0 or start >= grid.w1:
+        return
+    c0, c1 = grid.columns(start, end)
+    for c in range(c0, c1 + 1):
+        colour[c] = "timeline--selected"
+        if chars[c] in SHADES:
+            chars[c] = SELECTED_CELL if c0 == c1 else SELECTED_BAR
+        extra[c] = tuple(x for x in extra[c] if x != "timeline--bar-text")
 
 
 def _labels(grid: Grid, lane: Lane, sl: slice, chars: list[str], extra: list, full: bool) -> None:
@@ -191,3 +275,31 @@ def _covered(grid: Grid, lane: Lane, sl: slice, which: np.ndarray) -> np.ndarray
     np.add.at(diff, c0, 1)
     np.add.at(diff, np.maximum(c1, c0) + 1, -1)
     return np.cumsum(diff[:-1]) > 0
+
+
+def hidden_hint(top: int, shown: int, total: int) -> str:
+    """``+3 lanes ↓`` (lanes below the last one drawn), ``+2 lanes ↑`` (above), ``+2↑ +3↓ lanes`` (both)."""
+    above, below = top, max(total - top - shown, 0)
+    if above and below:
+        return f"+{above}↑ +{below}↓ lanes"
+    if below:
+        return f"+{below} lane{'s' if below > 1 else ''} ↓"
+    if above:
+        return f"+{above} lane{'s' if above > 1 else ''} ↑"
+    return ""
+
+
+def with_hint(body: list[Run], hint: str, plot: int) -> list[Run]:
+    """The row with ``hint`` over its last cells (style timeline--hint), a blank before it."""
+    if not hint or len(hint) + 2 > plot:
+        return body
+    text = " " + hint
+    keep, out, used = plot - len(text), [], 0
+    for chunk, classes in body:
+        if used >= keep:
+            break
+        piece = chunk[: keep - used]
+        out.append((piece, classes))
+        used += len(piece)
+    out.append((text, ("timeline--hint",)))
+    return out

@@ -66,8 +66,8 @@ def test_nice_ticks():
 def test_lanes_of_a_trace_one_per_stream_and_launching_thread(mlp):
     kernels, browse = mlp
     labels = [l.label for l in browse.lanes]
-    assert labels == ["GPU0 s7", "CPU t416"]
-    gpu, cpu = browse.lanes
+    assert labels == ["GPU0 s7", "CPU t416", "ops d0", "ops d1", "ops d2", "ops d3", "ops d4"]  # then the icicle
+    gpu, cpu = browse.lanes[:2]
     assert len(gpu) == len(cpu) == 21
     trace = kernels.trace
     assert gpu.starts[0] == trace.gpu["ts"].iat[0] - trace.window[0]  # times from the trace start
@@ -76,7 +76,8 @@ def test_lanes_of_a_trace_one_per_stream_and_launching_thread(mlp):
 
 def test_two_streams_give_two_gpu_lanes():
     trace = load_trace(shared_trace("gpt_train_eager"))
-    assert [l.label for l in lanes_from_trace(trace)] == ["GPU0 s7", "CPU autograd", "CPU t416"]
+    # the main thread before the autograd thread (which launches more), then the main thread's op icicle
+    assert [l.label for l in lanes_from_trace(trace, op_depths=0)] == ["GPU0 s7", "CPU t416", "CPU autograd"]
 
 
 def test_filter_is_substring_or_regex_on_short_or_full_names(mlp):

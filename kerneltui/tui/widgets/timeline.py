@@ -11,7 +11,7 @@ Public API (the browser and the diff screen both use it)::
     timeline.window                          # reactive (start_ns, end_ns)
     timeline.select(id_, reveal=True)        # highlight an id in every lane holding it, pan/zoom it into view
     timeline.selected                        # reactive: the selected id or None
-    timeline.set_marked(mask)                # bool array over ids: cells holding a marked id are underlined
+    timeline.set_marked(mask)                # bool array over GPU ids: cells holding a marked id are underlined
     timeline.set_steps(starts, ends, labels, step_of_id=None)  # step row; [ ] move between steps
     timeline.zoom(factor, center=None)       # factor > 1 zooms in, around center (default: selection or middle)
     timeline.pan(fraction)                   # move by a fraction of the window (negative: earlier)
@@ -19,12 +19,34 @@ Public API (the browser and the diff screen both use it)::
     timeline.show_span(start, end)           # window on a span, with a margin
     timeline.full_names                      # reactive bool: labels drawn inside wide intervals
     timeline.origin_label                    # text before the axis (e.g. the trace name in a diff)
+    timeline.range                           # (start, end) of the range selection, or None
+    timeline.set_range(start, end)           # [min, max) of the two; posts RangeSelected if it changed
+    timeline.clear_range()                   # posts RangeCleared if there was one
+    timeline.wanted_height()                 # rows to show every lane: header rows (axis, steps) + lanes
+    timeline.lane_top                        # index of the first lane drawn (lanes scroll with the lane cursor)
+
+Ids: >= 0 are GPU rows (a kernel and its launch call); < -1 are CPU events of the
+icicle lanes, ``-id - 2`` being their row in ``trace.events`` (``lanes.op_row``).
+``Selected``/``Activated`` carry either; ``select`` highlights either.
 
 Messages (each has ``.timeline`` and ``.control``):
     Timeline.WindowChanged(start, end)  any change of the window (keys, mouse or code)
     Timeline.Selected(id)               the user moved the selection inside the timeline
     Timeline.Activated(id)              enter: "show this in the table"
     Timeline.StepShown(index)           [ or ] put step ``index`` (of set_steps) in the window
+    Timeline.RangeSelected(start, end)  a range was set (m twice, a mouse drag, or set_range)
+    Timeline.RangeCleared()             the range went (escape, a third m, or clear_range)
+
+Keys (focused): ← → event in the lane, ↑ ↓ lane (the lanes scroll; ``+3 lanes ↓``
+at the right of the last row says how many are hidden), + - zoom, , . pan, z, w,
+[ ], enter; ``m`` marks a range: the first press at the selection's start (or the
+window's middle), the second at the selection's end (the range covers both,
+whichever came first), a third starts over; ``escape`` clears it (and passes on
+when there is none). Mouse: click selects, wheel zooms, press-drag-release over
+the lanes selects a range.
+
+Height: the widget wants ``wanted_height()`` rows (``height: auto`` gives it
+that); a screen may set any height and the lanes scroll.
 
 Labels (lane margins, names inside intervals, step names, ``origin_label``) are
 trace text: ``lanes_from_trace`` makes them printable once per distinct name,
@@ -53,7 +75,15 @@ from textual.widget import Widget
 
 from kerneltui.terminal_text import printable
 from kerneltui.tui.lanes import Lane
-from kerneltui.tui.timeline_paint import Grid, LaneView, axis_row, lane_row, step_row
+from kerneltui.tui.timeline_paint import (
+    Grid,
+    LaneView,
+    axis_row,
+    hidden_hint,
+    lane_row,
+    step_row,
+    with_hint,
+)
 from kerneltui.tui.window import around, clamp, panned, revealed, step_at, zoomed
 from kerneltui.units import ellipsize, fmt_ns
 
@@ -75,16 +105,21 @@ class Timeline(Widget, can_focus=True):
         Binding("left_square_bracket", "step(-1)", "Previous step", show=False, id="timeline.previous-step"),
         Binding("right_square_bracket", "step(1)", "Next step", show=False, id="timeline.next-step"),
         Binding("enter", "activate", "Show in table", show=False, id="timeline.activate"),
+        Binding("m", "mark", "Mark range", show=False, id="timeline.mark-range",
+                tooltip="First press: range start at the selection; second: its end; third: a new range"),
+        Binding("escape", "clear_range", "Clear range", show=False, id="timeline.clear-range"),
     ]
 
     COMPONENT_CLASSES = {
         "timeline--axis", "timeline--label", "timeline--label-cursor", "timeline--gpu", "timeline--cpu",
         "timeline--memcpy", "timeline--memset", "timeline--step", "timeline--selected", "timeline--marked",
-        "timeline--bar-text",
+        "timeline--bar-text", "timeline--flow", "timeline--range", "timeline--hint",
     }
 
+    # Every cue survives NO_COLOR (bold, reverse and underline stay; colours go): the selection is
+    # reverse (and its own glyphs), marked is underline, names inside bars are bold, not reverse.
     DEFAULT_CSS = """
-    Timeline { height: auto; max-height: 12; }
+    Timeline { height: auto; }
     Timeline > .timeline--axis { color: $text-muted; }
     Timeline > .timeline--label { color: $text-muted; }
     Timeline > .timeline--label-cursor { color: $text; text-style: bold reverse; }
@@ -95,7 +130,10 @@ class Timeline(Widget, can_focus=True):
     Timeline > .timeline--step { color: $text-muted; }
     Timeline > .timeline--selected { color: $accent; text-style: bold reverse; }
     Timeline > .timeline--marked { text-style: underline; }
-    Timeline > .timeline--bar-text { text-style: reverse; }
+    Timeline > .timeline--bar-text { color: $text; text-style: bold; }
+    Timeline > .timeline--flow { color: $accent; text-style: dim; }
+    Timeline > .timeline--range { color: $accent; background: $accent 20%; }
+    Timeline > .timeline--hint { color: $text-muted; text-style: italic; }
     """
 
     class _Message(Message):
@@ -125,6 +163,14 @@ class Timeline(Widget, can_focus=True):
             super().__init__(timeline)
             self.index = index
 
+    class RangeSelected(_Message):
+        def __init__(self, timeline: Timeline, start: int, end: int) -> None:
+            super().__init__(timeline)
+            self.start, self.end = start, end
+
+    class RangeCleared(_Message):
+        pass
+
     window: reactive[tuple[int, int]] = reactive((0, 1), layout=False)
     selected: reactive[int | None] = reactive(None)
     full_names: reactive[bool] = reactive(False)
@@ -147,6 +193,11 @@ class Timeline(Widget, can_focus=True):
         self._cache_key: tuple | None = None
         self._styles: dict[tuple[str, ...], Style] = {}
         self._lines: list[Strip] = []
+        self._range: tuple[int, int] | None = None
+        self._anchor: tuple[int, int] | None = None  # first `m`: the selection's (start, end), or the middle's
+        self._drag: tuple[int, int] | None = None  # mouse down: (time, x)
+        self._dragged = False  # the click that ends a drag selects nothing
+        self._preview: tuple[int, int] | None = None  # the range being dragged
         self.set_lanes(lanes, bounds)
         self.set_reactive(Timeline.window, self.bounds)
         self._invalidate()
@@ -178,6 +229,35 @@ class Timeline(Widget, can_focus=True):
 
     def set_window(self, start: int, end: int) -> None:
         self.window = (int(start), int(end))
+
+    @property
+    def range(self) -> tuple[int, int] | None:
+        return self._range
+
+    @property
+    def lane_top(self) -> int:
+        return self._lane_top
+
+    def set_range(self, start: int, end: int) -> None:
+        """Range selection [min, max) of the two (at least 1 ns); posts RangeSelected if it changed."""
+        start, end = sorted((int(start), int(end)))
+        new = (start, max(end, start + 1))
+        self._anchor = None
+        if new != self._range:
+            self._range = new
+            self.post_message(self.RangeSelected(self, *new))
+        self._invalidate()
+
+    def clear_range(self) -> None:
+        self._anchor = None
+        if self._range is not None:
+            self._range = None
+            self.post_message(self.RangeCleared(self))
+        self._invalidate()
+
+    def wanted_height(self) -> int:
+        """Rows that show every lane: the axis, the step row (if steps are set) and one per lane."""
+        return self._header_rows() + max(len(self.lanes), 1)
 
     def set_marked(self, mask: np.ndarray | None) -> None:
         self._marked = mask
@@ -247,7 +327,7 @@ class Timeline(Widget, can_focus=True):
         self._invalidate()
 
     def get_content_height(self, container, viewport, width: int) -> int:
-        return self._header_rows() + max(len(self.lanes), 1)
+        return self.wanted_height()
 
     def _min_span(self) -> int:
         return max(self._plot_width(), 10)  # 1 ns per cell is as fine as Kineto's clock
@@ -312,10 +392,39 @@ class Timeline(Widget, can_focus=True):
         if self.selected is not None:
             self.post_message(self.Activated(self, self.selected))
 
+    def action_mark(self) -> None:
+        """Range start at the selection's start, then end at the (second) selection's end; a third starts over."""
+        span = self._selection_span()
+        if span is None:
+            w0, w1 = self.window
+            span = ((w0 + w1) // 2,) * 2
+        if self._anchor is None:
+            if self._range is not None:
+                self.clear_range()
+            self._anchor = span
+            self._invalidate()
+            return
+        (s1, e1), (s2, e2) = self._anchor, span
+        self.set_range(min(s1, s2), max(e1, e2))
+
+    def action_clear_range(self) -> None:
+        self.clear_range()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "clear_range":
+            return self._range is not None or self._anchor is not None  # else escape goes on to the screen
+        return True
+
     # -- mouse (optional, never needed) ----------------------------------------
     def on_click(self, event: events.Click) -> None:
-        lane_index = self._lane_at_row(event.y)
-        x = event.x - self.label_width - 1
+        if self._dragged:
+            self._dragged = False
+            return
+        offset = event.get_content_offset(self)
+        if offset is None:
+            return
+        lane_index = self._lane_at_row(offset.y)
+        x = offset.x - self.label_width - 1
         if lane_index is None or x < 0:
             return
         self.lane_cursor = lane_index
@@ -325,6 +434,42 @@ class Timeline(Widget, can_focus=True):
         position = lane.nearest(int(t))
         if position >= 0:
             self._user_select(int(lane.ids[position]), reveal=False)
+
+    def on_mouse_down(self, event: events.MouseDown) -> None:
+        offset = event.get_content_offset(self)
+        self._dragged = False
+        if offset is None or event.button != 1 or offset.x < self.label_width + 1:
+            return
+        self._drag = (self._time_at(offset.x), offset.x)
+        self.capture_mouse()
+
+    def on_mouse_move(self, event: events.MouseMove) -> None:
+        if self._drag is None:
+            return
+        x = event.get_content_offset_capture(self).x
+        if x != self._drag[1]:
+            self._drag_range(x, final=False)
+
+    def on_mouse_up(self, event: events.MouseUp) -> None:
+        if self._drag is None:
+            return
+        x = event.get_content_offset_capture(self).x
+        self.release_mouse()
+        if x != self._drag[1]:
+            self._drag_range(x, final=True)
+            self._dragged = True
+        self._drag = None
+
+    def _drag_range(self, x: int, final: bool) -> None:
+        """The cells from the press to x, both included (the range grows as the mouse moves)."""
+        x0 = self._drag[1]
+        lo, hi = sorted((x0, x))
+        start, end = self._time_at(lo), self._time_at(hi + 1)
+        self._preview = None if final else (start, max(end, start + 1))  # drawn while dragging
+        if final:
+            self.set_range(start, end)  # posted on release
+        else:
+            self._invalidate()
 
     def on_mouse_scroll_up(self, event: events.MouseScrollUp) -> None:
         self.zoom(1.5, self._time_at(event.x))
@@ -351,12 +496,27 @@ class Timeline(Widget, can_focus=True):
                     return i, position
         return None
 
-    def _selection_center(self) -> int | None:
+    def _selection_span(self) -> tuple[int, int] | None:
         found = self._find(self.selected) if self.selected is not None else None
         if found is None:
             return None
         lane = self.lanes[found[0]]
-        return int((lane.starts[found[1]] + lane.ends[found[1]]) // 2)
+        return int(lane.starts[found[1]]), int(lane.ends[found[1]])
+
+    def _selection_center(self) -> int | None:
+        span = self._selection_span()
+        return None if span is None else (span[0] + span[1]) // 2
+
+    def _flow_from(self) -> int | None:
+        """The start of the selected GPU launch's launch call (its CPU lane), if the selection is one."""
+        if self.selected is None or self.selected < 0:
+            return None
+        for lane in self.lanes:
+            if lane.key.startswith("cpu"):
+                position = lane.position_of(self.selected)
+                if position >= 0:
+                    return int(lane.starts[position])
+        return None
 
     def _time_at(self, x: int) -> int:
         w0, w1 = self.window
@@ -380,7 +540,8 @@ class Timeline(Widget, can_focus=True):
 
     # -- drawing ------------------------------------------------------------------
     def render_line(self, y: int) -> Strip:
-        key = (self.size, self.window, self.selected, self.lane_cursor, self.full_names, self.has_focus)
+        key = (self.size, self.window, self.selected, self.lane_cursor, self.full_names, self.has_focus,
+               self._range, self._anchor, self._preview)
         if key != self._cache_key:
             self._lines = self._draw()
             self._cache_key = key
@@ -413,7 +574,10 @@ class Timeline(Widget, can_focus=True):
         grid = Grid.of(self.window, plot)
         w0, w1 = self.window
         axis_label = self.origin_label or f"span {fmt_ns(w1 - w0)}"
-        lines = [self._line(axis_label, ("timeline--axis",), axis_row(grid, self._selection_center()))]
+        anchor = self._anchor[0] if self._anchor is not None else None
+        shown_range = self._preview or self._range
+        lines = [self._line(axis_label, ("timeline--axis",),
+                            axis_row(grid, self._selection_center(), shown_range, anchor))]
         starts, ends, labels = self._steps
         if len(starts):
             lines.append(self._line("steps", ("timeline--axis",), step_row(grid, starts, ends, labels)))
@@ -422,15 +586,20 @@ class Timeline(Widget, can_focus=True):
             self._lane_top = self.lane_cursor
         elif rows and self.lane_cursor >= self._lane_top + rows:
             self._lane_top = self.lane_cursor - rows + 1
+        self._lane_top = max(min(self._lane_top, len(self.lanes) - rows), 0)
         if not self.lanes:
             lines.append(self._line("", ("timeline--label",), [("no GPU work to draw", ("timeline--label",))]))
         view = LaneView(self.selected, self._marked, starts if len(starts) else None, self.full_names,
-                        self._marked_counts)
-        for index in range(self._lane_top, min(self._lane_top + rows, len(self.lanes))):
+                        self._marked_counts, self._flow_from(), shown_range)
+        shown = range(self._lane_top, min(self._lane_top + rows, len(self.lanes)))
+        for index in shown:
             lane = self.lanes[index]
             cursor = index == self.lane_cursor and self.has_focus
             margin = ("timeline--label-cursor",) if cursor else ("timeline--label",)
-            lines.append(self._line(lane.label, margin, lane_row(grid, lane, view)))
+            body = lane_row(grid, lane, view)
+            if len(shown) and index == shown[-1]:
+                body = with_hint(body, hidden_hint(self._lane_top, len(shown), len(self.lanes)), plot)
+            lines.append(self._line(lane.label, margin, body))
         return lines
 
     def _line(self, label: str, margin: tuple[str, ...], body: list) -> Strip:
