@@ -50,6 +50,7 @@ class KernelTuiApp(LoadingApp):
     def on_kernels_ready(self, message: KernelsReady) -> None:
         self.loaded = [message.kernels.trace.meta]
         self.switch_screen(BrowserScreen(message.kernels))
+        self.call_after_refresh(self.replay_pending_keys)
         for warning in message.kernels.trace.meta.warnings:
             self.notify(printable(warning), title="trace", severity="warning", timeout=8, markup=False)
 

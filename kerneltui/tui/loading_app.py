@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from textual import on
+from textual import events, on
 from textual.app import App
 from textual.binding import Binding
 from textual.worker import Worker, WorkerState
@@ -22,7 +22,7 @@ Loader = Callable[..., Trace]
 class LoadingApp(App):
     """Subclasses push a LoadingScreen, start a thread worker that posts LoadProgress/LoadStage."""
 
-    ENABLE_COMMAND_PALETTE = False
+    COMMAND_PALETTE_DISPLAY = "ctrl+p"
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]
     VERTICAL_BREAKPOINTS = [(0, "-short"), (36, "-tall")]
     BINDINGS = [Binding("ctrl+q", "quit", "Quit", show=False, id="app.quit")]
@@ -32,6 +32,19 @@ class LoadingApp(App):
         self.loader = loader
         self.error: str | None = None
         self.loaded: list[TraceMeta] = []  # what was read, for the lines printed after the screen is gone
+        self.pending_keys: list[tuple[str, str | None]] = []  # pressed while loading: replayed once shown
+
+    def get_system_commands(self, screen):
+        """The command palette (ctrl+p): every key of the screen by name (palette.py)."""
+        from kerneltui.tui.palette import palette_commands
+
+        yield from palette_commands(screen)
+
+    def replay_pending_keys(self) -> None:
+        """Keys typed while the trace loaded (`/` and a name, `v`...) reach the screen that is now shown."""
+        keys, self.pending_keys = self.pending_keys, []
+        for key, character in keys:
+            self.post_message(events.Key(key, character))
 
     def on_load_progress(self, message: LoadProgress) -> None:
         if isinstance(self.screen, LoadingScreen):

@@ -19,6 +19,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from kerneltui.analysis.explore.context import LaunchContext, launch_context
+from kerneltui.analysis.explore.groups import group_index
+from kerneltui.analysis.explore.ranges import range_index
+from kerneltui.analysis.explore.search import LaunchSearch, launch_search
 from kerneltui.trace.filters import name_pattern
 from kerneltui.trace.model import Trace
 from kerneltui.trace.schema import Kind
@@ -132,6 +136,8 @@ class Browse:
     step_spans: tuple[np.ndarray, np.ndarray, tuple[str, ...]]  # per step/call: CPU span widened to its GPU work
     row_to_launch: np.ndarray = field(repr=False)  # event row of GPU work -> position in trace.gpu, or -1
     call_to_launch: np.ndarray = field(repr=False)  # event row of a launch call -> the first GPU work it launched
+    context: LaunchContext = field(repr=False)  # per launch: op stack, source line, module (analysis.explore)
+    search: LaunchSearch = field(repr=False)  # `/` over kernels, ops, annotations, modules, sources
 
     def row_to_launch_of_call(self, row: int) -> int:
         return int(self.call_to_launch[row])
@@ -159,6 +165,9 @@ def build_browse(kernels: Kernels) -> Browse:
     call_to_launch[called[has_call]] = has_call
     traffic, spec = _traffic(trace)
     sources = trace.gpu_sources if trace.meta.with_stack and len(g) else None
+    context = launch_context(trace)
+    group_index(trace, context)  # every grouping's codes, here rather than on the first keystroke
+    range_index(trace)
     return Browse(
         kernels=kernels,
         step_spans=step_spans(trace, kernels.origin),
@@ -171,6 +180,8 @@ def build_browse(kernels: Kernels) -> Browse:
         sources=sources,
         row_to_launch=_frozen(row_to_launch),
         call_to_launch=_frozen(call_to_launch),
+        context=context,
+        search=launch_search(trace, context),
     )
 
 

@@ -12,7 +12,7 @@ from rich.text import Text
 
 from kerneltui.terminal_text import printable
 from kerneltui.tui.model import CPU_CATEGORIES, GPU_CATEGORIES, Browse, Kernels
-from kerneltui.units import fmt_ns, fmt_share
+from kerneltui.units import ellipsize, fmt_bytes, fmt_ns, fmt_share, plural
 
 CATEGORY_LABEL = {cid: label for cid, label, _ in GPU_CATEGORIES + CPU_CATEGORIES}
 CATEGORY_KEY = {"memcpy": "C", "memset": "S", "runtime": "R", "cpu_op": "O", "annotation": "A", "memory": "M"}
@@ -20,20 +20,37 @@ SHORT_LABEL = {"memcpy": "memcpy", "memset": "memset", "runtime": "api", "cpu_op
                "annotation": "annot", "memory": "alloc"}
 
 
-def header(kernels: Kernels, browse: Browse | None) -> Text:
+def header(kernels: Kernels, browse: Browse | None, width: int = 200) -> Text:
+    """File, launches, kernels, busy time, steps, device, in the longest wording that fits ``width``.
+
+    At 80 columns every fact stays: the wording shortens and the file name is cut before any fact is.
+    """
     trace = kernels.trace
     text = Text(no_wrap=True, overflow="ellipsis")
-    text.append(printable(Path(trace.meta.path).name), style="bold")
-    n = len(kernels.key_codes)
-    k = len(kernels.stats)
-    text.append(f" · {n:,} launch{'es' if n != 1 else ''} · {k:,} kernel{'s' if k != 1 else ''}")
+    n, k = len(kernels.key_codes), len(kernels.stats)
+    name = printable(Path(trace.meta.path).name)
+    device = printable(trace.meta.device_name)
+    wordings = [[plural(n, "launch"), plural(k, "kernel")]]
     if browse is not None:
         s = browse.summary
-        text.append(f" · busy {fmt_ns(s.busy_ns)} of {fmt_ns(s.window_ns)} ({fmt_share(s.busy_share)})")
-        text.append(f" · {s.iterations} {s.iteration_unit}{'s' if s.iterations != 1 else ''}")
-    else:
-        text.append(" · …", style="dim")
-    text.append(f" · {printable(trace.meta.device_name)}")
+        steps = plural(s.iterations, s.iteration_unit)
+        wordings = [
+            [plural(n, "launch"), plural(k, "kernel"),
+             f"busy {fmt_ns(s.busy_ns)} of {fmt_ns(s.window_ns)} ({fmt_share(s.busy_share)})", steps],
+            [plural(n, "launch"), plural(k, "kernel"), f"busy {fmt_share(s.busy_share)} of {fmt_ns(s.window_ns)}", steps],
+        ]
+    room = width - 2  # the header's padding
+    for facts in wordings:
+        for dev in (device, device.removeprefix("NVIDIA ")):
+            rest = " · ".join(facts) + (" · …" if browse is None else "") + f" · {dev}"
+            if len(name) + 3 + len(rest) <= room or len(rest) + 3 + 16 <= room:
+                break
+        else:
+            continue
+        break
+    cut = max(room - 3 - len(rest), 8)
+    text.append(ellipsize(name, cut) if len(name) > cut else name, style="bold")
+    text.append(f" · {rest}")
     if trace.meta.warnings:
         text.append("  ⚠ " + printable("; ".join(trace.meta.warnings)), style="bold")
     return text
@@ -41,7 +58,39 @@ def header(kernels: Kernels, browse: Browse | None) -> Text:
 
 def counts(rows: int, total_rows: int, launches: int, total_launches: int) -> Text:
     text = Text(no_wrap=True, overflow="ellipsis", justify="right")
-    text.append(f"{rows:,}/{total_rows:,} kernels · {launches:,}/{total_launches:,} launches")
+    text.append(f"{rows:,}/{plural(total_rows, 'kernel')} · {launches:,}/{plural(total_launches, 'launch')}")
+    return text
+
+
+def query_counts(found, total_launches: int, scope: str) -> Text:
+    """The filter bar's right side: rows, matching launches and their GPU time, and the scope."""
+    text = Text(no_wrap=True, overflow="ellipsis", justify="right")
+    rows = len(found.table)
+    group = found.query.grouping
+    noun = {"kernel": "kernel", "op": "op", "module": "module", "source": "line", "step": "step"}[group]
+    share = f" ({fmt_share(found.match_ns / found.scope_ns)})" if found.query.pattern and found.scope_ns else ""
+    text.append(f"{plural(rows, noun)} · {found.matches:,}/{plural(total_launches, 'launch')} · "
+                f"{fmt_ns(found.match_ns)} GPU{share}")
+    if scope != "whole trace":
+        text.append(f" · {printable(scope)}", style="bold")
+    return text
+
+
+def range_line(totals, origin: int) -> Text:
+    """The selected range's totals: span, busy GPU, launches and kernels, bytes, top kernels (times clipped)."""
+    t = totals
+    span = t.end - t.start
+    text = Text(no_wrap=True, overflow="ellipsis")
+    text.append(f"range {fmt_ns(t.start - origin)}–{fmt_ns(t.end - origin)} ({fmt_ns(span)})", style="bold")
+    busy = fmt_share(t.busy_ns / span) if span else "–"
+    text.append(f" · GPU busy {fmt_ns(t.busy_ns)} ({busy}) · {plural(t.kernels, 'kernel')}"
+                f" of {plural(t.launches, 'launch')}")
+    if t.bytes_unknown and not t.bytes:
+        text.append(" · bytes unknown")
+    else:
+        text.append(f" · {fmt_bytes(t.bytes)}" + (f" (+{t.bytes_unknown:,} unknown)" if t.bytes_unknown else ""))
+    if t.top:
+        text.append(" · top: " + ", ".join(f"{printable(name)} {fmt_ns(ns)}" for name, _, ns in t.top[:3]))
     return text
 
 

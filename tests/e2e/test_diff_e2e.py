@@ -29,9 +29,9 @@ def test_diff_of_the_example_pair_at_80x24(terminal):
     assert lines[6].rstrip() == "kernel (A → B)                                 n/call      GPU µs/call      Δ µs"
     assert lines[7].rstrip() == "add + clamp_min → triton_poi_fused_add_relu_0   2 → 1      4.26 → 2.53     -1.73"
     assert any(line.startswith(" fused · high: all of the forward's kernels on both sides") for line in lines)
-    assert any(line.startswith("A add_relu_…│╵0") for line in lines)
-    assert any(line.startswith("B add_relu_…│╵0") for line in lines)
-    assert lines[-1].rstrip() == " d Sort by Δ  ? Help  s Switch scale  i Not compared  q Quit"
+    assert any(line.startswith("A add_relu_…│╵0 ") for line in lines)
+    assert any(line.startswith("B add_relu_…│╵0 ") for line in lines)
+    assert lines[-1].rstrip() == " d Sort by Δ  ? Help  / Search  i Not compared  q Quit          ▏ctrl+p palette"
     assert all(len(line) <= 80 for line in lines) and len(lines) == 24
 
     t.keys("s")

@@ -31,8 +31,15 @@ COVERED = {
     "fit": "test_timeline_zoom_pan_fit_and_selection_zoom",
     "previous-step": "test_step_keys_move_between_steps",
     "next-step": "test_step_keys_move_between_steps",
-    "next-launch": "test_next_and_previous_launch_of_the_kernel",
-    "previous-launch": "test_next_and_previous_launch_of_the_kernel",
+    "next-match": "test_explorer.py::test_n_and_N_walk_the_search_hits_in_time_order",
+    "previous-match": "test_explorer.py::test_n_and_N_walk_the_search_hits_in_time_order",
+    "group": "test_explorer.py::test_g_groups_by_op_module_source_and_step_with_the_data_layers_numbers",
+    "back": "test_explorer.py::test_b_goes_back_after_a_jump_and_a_search_hit",
+    "timeline-size": "test_explorer.py::test_e_enlarges_then_maximises_the_timeline_and_restores_it",
+    "mark": "test_explorer.py::test_a_marked_range_shows_its_totals_and_scopes_the_table",
+    "copy": "test_explorer.py::test_y_copies_the_full_name_of_the_selected_kernel",
+    "export-csv": "test_explorer.py::test_x_and_X_export_the_table_as_shown_to_new_files",
+    "export-markdown": "test_explorer.py::test_x_and_X_export_the_table_as_shown_to_new_files",
     "toggle-details": "test_details_key_hides_the_pane",
     **{f"sort-{i}": "test_sort_keys_each_column_and_reverse" for i in range(1, 7)},
     **{f"toggle-{c}": "test_noise_toggles_hide_and_show_with_counts"
@@ -52,6 +59,8 @@ COVERED = {
     "timeline.previous-step": "test_step_keys_move_between_steps",
     "timeline.next-step": "test_step_keys_move_between_steps",
     "timeline.activate": "test_jump_between_table_and_timeline",
+    "timeline.mark-range": "test_timeline_widget.py::test_mark_range_with_keys",
+    "timeline.clear-range": "test_timeline_widget.py::test_mark_range_with_keys",
 }
 
 

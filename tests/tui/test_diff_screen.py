@@ -165,10 +165,11 @@ async def test_enter_on_a_row_zooms_both_timelines_to_its_kernels():
 async def test_sort_by_delta_and_back():
     async with opened(*pair("mlp_bf16")) as (app, pilot):
         table = app.screen.query_one(MatchTable)
-        await pilot.press("d")
+        await pilot.press("end", "d")
         deltas = [float(table.cells(i)[4]) for i in range(table.row_count())]
         assert deltas == sorted(deltas) and deltas[0] == -22.99  # the layer norm gains most
         assert table.sort_column == "delta"
+        assert table.cursor == 0 and table.scroll_offset.y == 0  # the largest delta is in sight, selected
         await pilot.press("d")
         deltas = [float(table.cells(i)[4]) for i in range(table.row_count())]
         assert deltas == sorted(deltas, reverse=True) and table.sort_reverse
@@ -229,3 +230,52 @@ def test_snapshot_launch_bound_80x24(snap_compare):
 def test_snapshot_mlp_wide(snap_compare):
     a, b = pair("mlp_bf16")
     assert snap_compare(build_app(str(a), str(b)), terminal_size=(200, 50), run_before=_ready)
+
+
+async def test_search_filters_rows_n_walks_them_and_b_goes_back():
+    async with opened(*pair("mlp_bf16")) as (app, pilot):
+        screen = app.screen
+        table = screen.query_one(MatchTable)
+        everything = table.row_count()
+        await pilot.press("slash", *"gelu", "enter")
+        names = [table.cells(i)[0] for i in range(table.row_count())]
+        assert table.row_count() < everything and all("gelu" in h.lower() for h in
+                                                        (screen.view.haystack[i] for i in table.order))
+        assert str(table.border_title) == f"{table.row_count()} of {everything} rows match"
+        first = table.current_match()
+        await pilot.press("n")
+        assert table.row_count() == 1 or table.current_match() != first
+        await pilot.press("b")
+        assert table.current_match() == first
+        await pilot.press("escape")
+        assert table.row_count() == everything and names
+
+
+async def test_y_copies_the_rows_full_kernel_names():
+    async with opened(*pair("mlp_bf16")) as (app, pilot):
+        table = app.screen.query_one(MatchTable)
+        await pilot.press("y")
+        m = table.row(table.cursor)
+        assert app.clipboard.splitlines() == list(dict.fromkeys([*m.a_keys, *m.b_keys]))
+
+
+async def test_a_kernel_picked_on_a_timeline_selects_its_row_and_enter_returns_to_the_table():
+    async with opened(*pair("mlp_bf16")) as (app, pilot):
+        screen = app.screen
+        table = screen.query_one(MatchTable)
+        await pilot.press("tab")
+        timeline = screen.query_one("#timeline-a")
+        assert app.focused is timeline
+        await pilot.press("right", "right")
+        row = screen.view.row_of("A", timeline.selected)
+        assert row >= 0 and table.current_match() == row
+        await pilot.press("enter")
+        assert app.focused is table and table.current_match() == row
+
+
+async def test_clicking_a_row_selects_it():
+    async with opened(*pair("mlp_bf16"), size=(120, 40)) as (app, pilot):
+        table = app.screen.query_one(MatchTable)
+        # the table has a top border: its first row is two lines below the widget's top
+        await pilot.click(MatchTable, offset=(5, 4))
+        assert table.cursor == 2

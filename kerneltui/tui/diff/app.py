@@ -58,6 +58,7 @@ class DiffApp(LoadingApp):
     def on_diff_ready(self, message: DiffReady) -> None:
         self.loaded = list(message.metas)
         self.switch_screen(DiffScreen(message.view))
+        self.call_after_refresh(self.replay_pending_keys)
 
 
 def build_app(a: str, b: str, loader: Loader = load_trace) -> DiffApp:

@@ -47,6 +47,15 @@ class DiffView:
     a: SideView
     b: SideView
     default_call: int  # the first call absorbs profiler start-up: show the second when there is one
+    haystack: tuple[str, ...] = ()  # per matches row: the text `/` searches (names, keys, ops of both sides)
+    a_row_of: np.ndarray | None = None  # per GPU row of A: the matches row holding it, or -1
+    b_row_of: np.ndarray | None = None
+
+    def row_of(self, side: str, gpu_row: int) -> int:
+        table = self.a_row_of if side == "A" else self.b_row_of
+        if table is None or not 0 <= gpu_row < len(table):
+            return -1
+        return int(table[gpu_row])
 
     @property
     def common_calls(self) -> int:
@@ -89,7 +98,7 @@ def _side(label: str, trace: Trace, call: int) -> SideView:
     return SideView(
         label=label,
         name=trace.meta.path.rsplit("/", 1)[-1],
-        lanes=tuple(lanes_from_trace(trace, origin=origin)),
+        lanes=tuple(lanes_from_trace(trace, origin=origin, op_depths=0)),  # the ops would crowd two timelines
         origin=origin,
         calls=calls or ((origin, origin + 1),),
         call_labels=tuple(trace.iterations.labels) or ("whole trace",),
@@ -105,7 +114,36 @@ def build_view(a: Trace, b: Trace, diff: TraceDiff | None = None) -> DiffView:
     diff = diff or diff_traces(a, b)
     common = min(a.iterations.count, b.iterations.count)
     default = 1 if common >= 2 else 0
-    return DiffView(diff, _side("A", a, default), _side("B", b, default), default)
+    m = diff.matches
+    return DiffView(diff, _side("A", a, default), _side("B", b, default), default,
+                    haystack=haystacks(m, a, b), a_row_of=_row_of(m["a_rows"] if len(m) else (), len(a.gpu)),
+                    b_row_of=_row_of(m["b_rows"] if len(m) else (), len(b.gpu)))
+
+
+def haystacks(matches, a: Trace, b: Trace) -> tuple[str, ...]:
+    """Per matched row: its name, each side's kernel names (short and full) and launching ops, one string."""
+    out = []
+    sides = ((a.gpu, "a_rows"), (b.gpu, "b_rows"))
+    columns = {id(g): (g["short"].astype(str).to_numpy(), g["full_name"].astype(str).to_numpy(),
+                       g["op"].astype(str).to_numpy()) for g, _ in sides}
+    for _, row in matches.iterrows():
+        parts = {str(row["name"])}
+        for g, field in sides:
+            short, full, op = columns[id(g)]
+            rows = np.asarray(row[field], np.int64)
+            for values in (short, full, op):
+                parts.update(values[rows].tolist())
+        out.append("\n".join(sorted(parts)))
+    return tuple(out)
+
+
+def _row_of(rows_per_match, n: int) -> np.ndarray:
+    out = np.full(n, -1, np.int64)
+    for i, rows in enumerate(rows_per_match):
+        rows = np.asarray(rows, np.int64)
+        out[rows[out[rows] < 0]] = i  # a kernel in two rows (a moved anchor) belongs to the first
+    out.flags.writeable = False
+    return out
 
 
 def shared_bounds(a: tuple[Lane, ...], b: tuple[Lane, ...]) -> tuple[int, int]:

@@ -6,12 +6,16 @@ as markup: notifications pass ``markup=False``, the border title is a Text.
 
 from __future__ import annotations
 
+import numpy as np
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Footer, Input, Static
+
+from kerneltui.errors import UserError
+from kerneltui.trace.filters import name_pattern
 
 from kerneltui.diff_report import nbytes, num, side_rate
 from kerneltui.terminal_text import printable
@@ -26,7 +30,16 @@ from kerneltui.tui.widgets.timeline import Timeline
 class DiffScreen(Screen):
     BINDINGS = [
         Binding("question_mark", "help", "Help", id="diff.help"),
-        Binding("s", "toggle_scale", "Switch scale", id="diff.scale"),
+        Binding("slash", "search", "Search", id="diff.search", priority=True,
+                tooltip="Search the matched rows: names, kernels and launching ops of either side (/regex)"),
+        Binding("n", "next_match(1)", "Next match", show=False, id="diff.next-match"),
+        Binding("N", "next_match(-1)", "Previous match", show=False, id="diff.previous-match"),
+        Binding("b,backspace", "back", "Back", show=False, id="diff.back",
+                tooltip="Back to the row and windows before the last jump (enter, a search hit)"),
+        Binding("y", "copy", "Copy names", show=False, id="diff.copy",
+                tooltip="Copy the full names of the row's kernels (OSC 52: works over SSH and tmux)"),
+        Binding("escape", "escape", "Leave the search / clear it", show=False, id="diff.escape"),
+        Binding("s", "toggle_scale", "Switch scale", show=False, id="diff.scale"),
         Binding("c", "call(1)", "Next call", show=False, id="diff.next-call"),
         Binding("C", "call(-1)", "Previous call", show=False, id="diff.previous-call"),
         Binding("r", "reset_view", "Reset view", show=False, id="diff.reset"),
@@ -41,6 +54,8 @@ class DiffScreen(Screen):
     def __init__(self, view: DiffView) -> None:
         super().__init__()
         self.view = view
+        self.history: list[tuple[int | None, tuple, tuple, str]] = []
+        self.pattern = ""
 
     def compose(self) -> ComposeResult:
         d = self.view.diff
@@ -48,6 +63,7 @@ class DiffScreen(Screen):
         yield Static(verdict_text(d), id="diff-verdict", classes="-" + d.verdict.kind.replace(" ", "-"))
         yield Static(notes_text(d), id="diff-notes", classes="" if d.notes else "-none")
         yield Static(sides_table(d, full=False), id="diff-sides")
+        yield Input(placeholder="/ search rows: kernels, ops of either side", id="diff-filter", classes="-idle")
         yield MatchTable(d.matches, d.b.unit, id="matches")
         yield Static(id="match-detail")
         yield PairedTimelines(self.view, id="timelines")
@@ -62,7 +78,7 @@ class DiffScreen(Screen):
 
     def on_mount(self) -> None:
         table = self.query_one(MatchTable)
-        table.focus()
+        self.set_focus(table)
         if table.row_count():
             table.move_cursor(0)
         self._scale_label()
@@ -78,6 +94,7 @@ class DiffScreen(Screen):
     def _zoom_to_match(self, event: MatchTable.Activated) -> None:
         """Enter on a row: both timelines zoom to its kernels."""
         m = event.table.row(event.row)
+        self._remember()
         if not self.query_one(PairedTimelines).zoom_to(m.a_rows, m.b_rows):
             self.notify("this row has no kernel in the call shown (c / C change the call)", timeout=4)
 
@@ -94,18 +111,116 @@ class DiffScreen(Screen):
             text.append("  ! above peak: the data sat in cache", style="bold")
         return text
 
+    # -- timelines to the table ------------------------------------------------------
+    @on(Timeline.Selected)
+    def _timeline_selected(self, event: Timeline.Selected) -> None:
+        """A kernel picked on a timeline (keys or mouse): the table goes to its row; enter focuses the table."""
+        side = "A" if event.timeline.id == "timeline-a" else "B"
+        index = self.view.row_of(side, event.id)
+        table = self.query_one(MatchTable)
+        if index >= 0 and not table.move_to_match(index) and table.kept_rows is not None:
+            self.query_one("#diff-filter", Input).value = ""  # hidden by the search: show every row again
+            table.move_to_match(index)
+        if isinstance(event, Timeline.Activated):
+            self._remember()
+            self.set_focus(table)
+
+    # -- search, back, copy -------------------------------------------------------------
+    def action_search(self) -> None:
+        box = self.query_one("#diff-filter", Input)
+        if self.focused is box:
+            box.insert_text_at_cursor("/")
+        else:
+            box.remove_class("-idle")
+            self.set_focus(box)
+
+    @on(Input.Changed, "#diff-filter")
+    def _search_changed(self, event: Input.Changed) -> None:
+        table = self.query_one(MatchTable)
+        try:
+            regex = name_pattern(event.value) if event.value else None
+        except UserError as exc:
+            self.notify(printable(str(exc)), severity="error", timeout=4, markup=False)
+            return
+        self.pattern = event.value
+        visible = None if regex is None else np.fromiter(
+            (bool(regex.search(h)) for h in self.view.haystack), bool, len(self.view.haystack))
+        table.set_visible(visible)
+        shown = len(self.view.haystack) if visible is None else int(visible.sum())
+        self.query_one(MatchTable).border_title = (
+            Text(f"{shown:,} of {len(self.view.haystack):,} rows match") if regex is not None else None)
+
+    @on(Input.Submitted, "#diff-filter")
+    def _search_done(self) -> None:
+        self.set_focus(self.query_one(MatchTable))
+
+    def action_escape(self) -> None:
+        box = self.query_one("#diff-filter", Input)
+        if self.focused is box:
+            self.set_focus(self.query_one(MatchTable))
+            if not box.value:
+                box.add_class("-idle")
+        elif box.value:
+            box.value = ""
+            box.add_class("-idle")
+
+    def action_next_match(self, direction: int) -> None:
+        """With a search: the next matching row (the table holds only those); else the next row."""
+        table = self.query_one(MatchTable)
+        if not table.row_count():
+            return
+        self._remember()
+        table.move_cursor((table.cursor + direction) % table.row_count())
+        m = table.row(table.cursor)
+        self.query_one(PairedTimelines).zoom_to(m.a_rows, m.b_rows)
+
+    def _remember(self) -> None:
+        pair = self.query_one(PairedTimelines)
+        a, b = pair.timelines
+        focus = self.focused.id if self.focused is not None and self.focused.id else "matches"
+        self.history.append((self.query_one(MatchTable).current_match(), a.window, b.window, focus))
+        del self.history[:-100]
+
+    def action_back(self) -> None:
+        if not self.history:
+            self.notify("nowhere to go back to", timeout=2)
+            return
+        index, wa, wb, focus = self.history.pop()
+        table = self.query_one(MatchTable)
+        if index is not None and not table.move_to_match(index):
+            self.query_one("#diff-filter", Input).value = ""
+            table.set_visible(None)
+            table.move_to_match(index)
+        a, b = self.query_one(PairedTimelines).timelines
+        a.set_window(*wa)
+        b.set_window(*wb)
+        target = self.query(f"#{focus}")
+        self.set_focus(target.first() if target else table)
+
+    def action_copy(self) -> None:
+        table = self.query_one(MatchTable)
+        if not table.row_count():
+            self.notify("nothing selected to copy", timeout=2)
+            return
+        m = table.row(table.cursor)
+        names = list(dict.fromkeys([*m.a_keys, *m.b_keys]))  # full names, A's first, each once
+        text = "\n".join(str(n) for n in names)
+        self.app.copy_to_clipboard(text)
+        self.notify(printable(f"copied {len(names)} name{'s' if len(names) != 1 else ''}: {names[0] if names else ''}"[:200]),
+                    timeout=3, markup=False)
+
     # -- actions --------------------------------------------------------------------
+    def key_sections(self) -> list:
+        return [
+            ("Diff", [*self.BINDINGS, *self.app.BINDINGS,
+                      Binding("ctrl+p", "command_palette", "Command palette: every action by name", id="palette")]),
+            ("Matched table", [*MatchTable.BINDINGS, *_table_moves()]),
+            ("Timelines (tab to focus; A and B move together)", Timeline.BINDINGS),
+            ("Reading it", _legend()),
+        ]
+
     def action_help(self) -> None:
-        self.app.push_screen(
-            HelpScreen(
-                [
-                    ("Diff", self.BINDINGS),
-                    ("Matched table", [*MatchTable.BINDINGS, *_table_moves()]),
-                    ("Timelines (tab to focus; A and B move together)", Timeline.BINDINGS),
-                    ("Reading it", _legend()),
-                ]
-            )
-        )
+        self.app.push_screen(HelpScreen(self.key_sections()))
 
     def action_notes(self) -> None:
         """The whole verdict (short screens cut it to two lines) and what was not compared."""
@@ -146,7 +261,8 @@ def _table_moves() -> list[tuple[str, str]]:
     return [
         ("↑ ↓ pgup pgdn", "move; the row's kernels are underlined on both timelines"),
         ("⏎", "zoom both timelines to the row's kernels (r resets)"),
-        ("tab", "focus: table → timeline A → timeline B"),
+        ("tab", "focus: table → timeline A → timeline B → table"),
+        ("click", "a row selects it; on a timeline, a kernel selects its row"),
     ]
 
 

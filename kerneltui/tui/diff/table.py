@@ -27,7 +27,7 @@ class MatchTable(VirtualTable):
     BINDINGS = [
         Binding("d", "sort('delta')", "Sort by Δ", id="diff.sort-delta"),
         Binding("t", "sort('time')", "Sort by time", show=False, id="diff.sort-time"),
-        Binding("n", "sort('name')", "Sort by name", show=False, id="diff.sort-name"),
+        Binding("a", "sort('name')", "Sort by name", show=False, id="diff.sort-name"),
         Binding("m", "sort('match')", "Sort by match", show=False, id="diff.sort-match"),
     ]
     empty_text = "no GPU work on either side"
@@ -39,6 +39,8 @@ class MatchTable(VirtualTable):
         )
         self.unit = unit
         self.order = np.arange(len(matches))
+        self.sorted = self.order  # every row, in the sort order; ``order`` is what the search keeps of it
+        self.kept_rows: np.ndarray | None = None  # per matches row: kept by the search (None: all)
         self.sort_column = "match"
         self._names = [printable(n) for n in matches["name"]]
         self._cuts: dict[int, dict[str, str]] = {}  # width -> distinct_cuts of the names
@@ -96,9 +98,31 @@ class MatchTable(VirtualTable):
             self.sort_column, self.sort_reverse = key, False
         if self.sort_reverse:
             ascending = not ascending
-        selected = int(self.order[self.cursor]) if len(self.order) else 0
         frame = self.matches.reset_index(drop=True)
-        self.order = frame.sort_values(columns, ascending=ascending, kind="stable").index.to_numpy()
-        self.reset()
+        self.sorted = frame.sort_values(columns, ascending=ascending, kind="stable").index.to_numpy()
+        self._apply_visible()
         if len(self.order):
-            self.move_cursor(int(np.flatnonzero(self.order == selected)[0]))
+            self.move_cursor(0)  # the top of the new order: the largest delta after `d`
+
+    def set_visible(self, visible: np.ndarray | None) -> None:
+        """Keep only the rows where ``visible`` (per matches row) is true; the cursor stays on its row if kept."""
+        current = self.current_match()
+        self.kept_rows = visible
+        self._apply_visible()
+        at = np.flatnonzero(self.order == current) if current is not None else []
+        self.move_cursor(int(at[0]) if len(at) else 0)
+
+    def current_match(self) -> int | None:
+        """The matches row under the cursor (None: empty table)."""
+        return int(self.order[self.cursor]) if len(self.order) else None
+
+    def move_to_match(self, index: int, notify: bool = True) -> bool:
+        at = np.flatnonzero(self.order == index)
+        if not len(at):
+            return False
+        self.move_cursor(int(at[0]), notify=notify)
+        return True
+
+    def _apply_visible(self) -> None:
+        self.order = self.sorted if self.kept_rows is None else self.sorted[self.kept_rows[self.sorted]]
+        self.reset()

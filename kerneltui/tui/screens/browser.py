@@ -1,8 +1,10 @@
-"""The browser: kernel table / launch list, details, timeline, filter and noise toggles.
+"""The browser: kernel table / launch list, details, timeline, search, groups, scope, range.
 
 One selection (a launch: a row of trace.gpu) is shared by every pane; each
 pane reports user moves with a message and is moved back silently
-(``notify=False``), so no message echoes between panes.
+(``notify=False``), so no message echoes between panes. What the panes count
+comes from ``tui.query.answer`` (the data layer's explore tables); the keys and
+their actions are in ``browser_keys.BrowserKeys``.
 """
 
 from __future__ import annotations
@@ -11,70 +13,60 @@ import numpy as np
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Horizontal
-from textual.screen import Screen
 from textual.widgets import ContentSwitcher, Footer, Input, Static
 
 from kerneltui.errors import UserError
 from kerneltui.terminal_text import printable
 from kerneltui.tui import status
-from kerneltui.tui.details import event_details, launch_details
+from kerneltui.tui.details import Details, event_details, launch_details
+from kerneltui.tui.history import History, Place
 from kerneltui.tui.lanes import filter_lanes
+from kerneltui.tui.layout import browser_layout
 from kerneltui.tui.model import DEFAULT_SHOWN, Browse, Kernels, event_list, names_matching
-from kerneltui.tui.screens.help import FILTER_KEYS, HelpScreen
-from kerneltui.tui.widgets import kernel_table, launch_list
+from kerneltui.tui.query import WHOLE, Answer, Query, Scope, answer, name_header, side_header
+from kerneltui.tui.screens.browser_keys import BrowserKeys
 from kerneltui.tui.widgets.details import DetailsPane
 from kerneltui.tui.widgets.kernel_table import KernelTable
 from kerneltui.tui.widgets.launch_list import LaunchList
 from kerneltui.tui.widgets.table import VirtualTable
 from kerneltui.tui.widgets.timeline import Timeline
 
-NOISE_KEYS = (("C", "memcpy"), ("S", "memset"), ("R", "runtime"), ("O", "cpu_op"), ("A", "annotation"), ("M", "memory"))
+
+def cpu_row(id_: int) -> int:
+    """The trace.events row of a timeline id below -1 (a CPU op of the icicle), else -1."""
+    return -id_ - 2 if id_ < -1 else -1
 
 
-class BrowserScreen(Screen):
-    BINDINGS = [
-        Binding("question_mark", "help", "Help", id="help"),
-        Binding("slash", "focus_filter", "Filter", id="filter", priority=True,
-                tooltip="Filter by name: type text, or /regex"),
-        Binding("v", "toggle_view", "View", id="toggle-view", tooltip="Switch between the kernel table and every launch"),
-        Binding("f", "toggle_names", "Full names", id="full-names", tooltip="Full kernel names instead of short ones"),
-        Binding("t", "jump", "Timeline", id="jump", tooltip="Jump from the table to the timeline, and back to the launch"),
-        Binding("plus,equals_sign", "zoom(2.0)", "Zoom", id="zoom-in", tooltip="Zoom the timeline in, around the selection"),
-        Binding("minus", "zoom(0.5)", "Out", id="zoom-out", tooltip="Zoom the timeline out"),
-        Binding("comma,shift+left", "pan(-0.25)", "Pan left", show=False, id="pan-left"),
-        Binding("full_stop,shift+right", "pan(0.25)", "Pan right", show=False, id="pan-right"),
-        Binding("z", "zoom_selection", "Zoom to selection", show=False, id="zoom-selection"),
-        Binding("w", "fit", "Whole trace in the timeline", show=False, id="fit"),
-        Binding("left_square_bracket", "step(-1)", "Previous step", show=False, id="previous-step"),
-        Binding("right_square_bracket", "step(1)", "Next step", show=False, id="next-step"),
-        Binding("n", "next_launch(1)", "Next launch of this kernel", show=False, id="next-launch"),
-        Binding("p", "next_launch(-1)", "Previous launch of this kernel", show=False, id="previous-launch"),
-        Binding("d", "toggle_details", "Show/hide the details pane", show=False, id="toggle-details"),
-        Binding("escape", "escape", "Leave the filter / clear it", show=False, id="escape"),
-        *(Binding(str(i), f"sort({i})", f"Sort by column {i} (again: reverse)", show=False, id=f"sort-{i}")
-          for i in range(1, 7)),
-        *(Binding(key, f"toggle_noise('{cid}')", f"Show/hide {status.CATEGORY_LABEL[cid]}", show=False,
-                  id=f"toggle-{cid}") for key, cid in NOISE_KEYS),
-        Binding("q", "app.quit", "Quit", id="quit"),
-    ]
-
+class BrowserScreen(BrowserKeys):
     def __init__(self, kernels: Kernels) -> None:
         super().__init__()
         self.kernels = kernels
         self.browse: Browse | None = None
-        self.shown = DEFAULT_SHOWN
-        self.pattern = ""
-        self.key_ok = kernels.key_matches("")
-        self.keep: np.ndarray | None = None
-        self.selected: int | None = None
-        self._marked_code = -1
+        self.query_state = Query()
+        self.answer: Answer | None = None
+        self.keep: np.ndarray | None = None  # per launch: kept by the search and the kind toggles
+        self.in_scope: np.ndarray | None = None  # ...and inside the scope
+        self.selected: int | None = None  # a launch, or a CPU op (ids below -1, see cpu_row)
+        self.history = History()
+        self.timeline_mode = "normal"
+        self._marked_key: str | None = None
+        self._lanes_keep: object = "unset"  # the keep mask the timeline's lanes were filtered with
+        self._layout = None
+
+    @property
+    def shown(self) -> frozenset[str]:
+        return self.query_state.shown
+
+    @property
+    def pattern(self) -> str:
+        return self.query_state.pattern
 
     def compose(self) -> ComposeResult:
         yield Static(id="header")
         with Horizontal(id="filterbar"):
-            yield Input(placeholder="/ filter: text or /regex", id="filter", select_on_focus=False)
+            yield Input(placeholder="/ search kernels, ops, modules, source lines, steps", id="filter",
+                        select_on_focus=False)
             yield Static(id="counts")
         with Horizontal(id="main"):
             with ContentSwitcher(initial="kernels", id="tables"):
@@ -82,66 +74,123 @@ class BrowserScreen(Screen):
                 yield LaunchList(id="launches")
             yield DetailsPane(id="details")
         yield Timeline(id="timeline")
+        yield Static(id="range")
         yield Static(id="noise")
         yield Footer(compact=True)
 
     # -- setup ---------------------------------------------------------------------
     def on_mount(self) -> None:
-        self.query_one("#header", Static).update(status.header(self.kernels, None))
+        self.query_one("#header", Static).update(status.header(self.kernels, None, self.size.width))
         self.query_one(LaunchList).set_source(self.kernels, None)
-        self.apply_filter()
-        self.query_one(KernelTable).focus()
-        if len(self.kernels.stats):
-            self._kernel_highlighted(self.query_one(KernelTable).current_key())
+        self.query_one("#range", Static).display = False
+        self.apply_query()
+        self.set_focus(self.query_one(KernelTable))
 
     def set_browse(self, browse: Browse) -> None:
-        """Stage 2 arrived: timeline, launch list, full details."""
+        """Stage 2 arrived: timeline, launch list, search over everything, full details."""
         self.browse = browse
-        self.query_one("#header", Static).update(status.header(self.kernels, browse))
+        self.query_one("#header", Static).update(status.header(self.kernels, browse, self.size.width))
         self.query_one(LaunchList).set_source(self.kernels, browse)
         timeline = self.query_one(Timeline)
         timeline.set_steps(*browse.step_spans, step_of_id=self.kernels.trace.gpu["iteration"].to_numpy())
         start, end = self.kernels.trace.window
-        timeline.set_lanes(filter_lanes(browse.lanes, self.keep), bounds=(0, end - start))
+        timeline.set_lanes(browse.lanes, bounds=(0, end - start))
+        self._lanes_keep = None
         timeline.fit()
-        self.apply_filter()
+        self.apply_query()
         if self.selected is not None:
             self.select_launch(self.selected, source=None)
 
-    # -- filtering ---------------------------------------------------------------------
-    def apply_filter(self) -> None:
-        """Recompute what every pane shows from the filter text and the noise toggles."""
-        k = self.kernels
+    def on_resize(self) -> None:
+        self.query_one("#header", Static).update(status.header(self.kernels, self.browse, self.size.width))
+        self.fit_layout()
+
+    def fit_layout(self) -> None:
+        """Rows for the table, details and timeline (layout.browser_layout)."""
+        timeline = self.query_one(Timeline)
+        table = self._current_table()
+        pane = self.query_one(DetailsPane)
+        range_line = self.query_one("#range", Static).display
+        wanted = timeline.wanted_height() if hasattr(timeline, "wanted_height") else timeline.get_content_height(None, None, 0)
+        layout = browser_layout(self.size.width, self.size.height, table.row_count() + 1, wanted,
+                                self.timeline_mode, details=bool(pane.display), range_line=bool(range_line))
+        if layout == self._layout:
+            return  # unchanged: setting styles again would cost a relayout on every keystroke
+        self._layout = layout
+        main = self.query_one("#main")
+        main.display = layout.table_shown
+        main.styles.layout = "horizontal" if layout.details_beside else "vertical"
+        if layout.details_beside:
+            pane.styles.width, pane.styles.height = 64, "1fr"
+            pane.remove_class("-below")
+        else:
+            pane.styles.width, pane.styles.height = "1fr", layout.details_rows
+            pane.add_class("-below")
+        timeline.styles.height = layout.timeline_rows + 1  # + its top border
+        if not layout.table_shown:
+            timeline.styles.height = "1fr"
+
+    # -- the query: search, toggles, grouping, scope ---------------------------------
+    def set_query(self, **changes) -> bool:
+        """Apply a changed query; False (and the message in the filter bar) for a bad regex."""
+        old = self.query_state
+        self.query_state = Query(**{**old.__dict__, **changes})
+        if not self.apply_query():
+            self.query_state = Query(**{**self.query_state.__dict__, "pattern": old.pattern})
+            return False
+        return True
+
+    def apply_query(self) -> bool:
+        """Recompute what every pane shows from the query; False for a bad regex (the last good one stays)."""
+        k, q = self.kernels, self.query_state
+        counts = self.query_one("#counts", Static)
         try:
-            self.key_ok = k.key_matches(self.pattern)
-            name_ok = names_matching(k.trace, self.pattern) if self.shown - DEFAULT_SHOWN else None
+            if self.browse is None:  # stage 1: kernel names only, the kernel table alone
+                key_ok = k.key_matches(q.pattern)
+                self.keep = k.launch_mask(key_ok, q.shown)
+                self.in_scope, self.answer = self.keep, None
+                rows = k.stats_rows(key_ok, q.shown)
+                self.query_one(KernelTable).set_stats(k.stats, rows)
+                kept = len(k.key_codes) if self.keep is None else int(np.count_nonzero(self.keep))
+                counts.update(status.counts(len(rows), len(k.stats), kept, len(k.key_codes)))
+                self._after_query()
+                return True
+            found = answer(k, self.browse, q)
+            name_ok = names_matching(k.trace, q.pattern) if q.shown - DEFAULT_SHOWN else None
         except UserError as exc:
-            self.query_one("#counts", Static).update(Text(printable(str(exc)), style="bold red"))
-            return
-        self.keep = k.launch_mask(self.key_ok, self.shown)
-        rows = k.stats_rows(self.key_ok, self.shown)
-        self.query_one(KernelTable).set_stats(k.stats, rows)
-        events = event_list(self.browse, k, self.keep, self.shown, name_ok)
-        self.query_one(LaunchList).set_events(events)
-        if self.browse is not None:
+            counts.update(Text(printable(str(exc)), style="bold red"))
+            counts.styles.max_width = "80%"  # a bad regex's message whole, not cut at half the bar
+            return False
+        counts.styles.max_width = "60%"
+        self.answer, self.keep, self.in_scope = found, found.keep, found.in_scope
+        table = self.query_one(KernelTable)
+        table.set_headers(name_header(q.grouping), side_header(q.grouping))
+        table.set_stats(found.table, has_work=len(k.key_codes) > 0)
+        self.query_one(LaunchList).set_events(event_list(self.browse, k, self.in_scope, q.shown, name_ok))
+        if self._lanes_keep is not self.keep:
             self.query_one(Timeline).set_lanes(filter_lanes(self.browse.lanes, self.keep))
-            self._marked_code = -1
-        kept = len(k.key_codes) if self.keep is None else int(np.count_nonzero(self.keep))
-        self.query_one("#counts", Static).update(status.counts(len(rows), len(k.stats), kept, len(k.key_codes)))
+            self._lanes_keep = self.keep
+            self._marked_key = None
+        counts.update(status.query_counts(found, len(k.key_codes), q.scope.label(k.trace, k.origin)))
+        self._after_query()
+        return True
+
+    def _after_query(self) -> None:
         self.query_one("#noise", Static).update(status.noise(self.shown, self.browse))
-        if self.selected is not None and self.keep is not None and not self.keep[self.selected]:
+        if self.selected is not None and self.selected >= 0 and self.in_scope is not None \
+                and not self.in_scope[self.selected]:
             self.selected = None
-        if self.selected is None:
+        if self.selected is None or self.selected >= 0:
             self._select_from_table()
+        self.fit_layout()
 
     @on(Input.Changed, "#filter")
     def _filter_changed(self, event: Input.Changed) -> None:
-        self.pattern = event.value
-        self.apply_filter()
+        self.set_query(pattern=event.value)
 
     @on(Input.Submitted, "#filter")
     def _filter_submitted(self) -> None:
-        self._current_table().focus()
+        self.set_focus(self._current_table())
 
     # -- selection -----------------------------------------------------------------------
     def select_launch(self, launch: int | None, source: object | None) -> None:
@@ -150,50 +199,72 @@ class BrowserScreen(Screen):
         timeline = self.query_one(Timeline)
         if launch is None:
             timeline.select(None)
-            self.query_one(DetailsPane).show(None)
+            self.query_one(DetailsPane).show(self._nothing())
             return
-        code = int(self.kernels.key_codes[launch])
         if source is not timeline:
             timeline.select(launch)
-        if code != self._marked_code and self.browse is not None:
-            timeline.set_marked(self.kernels.key_codes == code)  # the kernel's other launches, underlined
-            self._marked_code = code
+        if launch < -1:  # a CPU op of the icicle: no kernel row, no launch-list row of its own
+            self.query_one(DetailsPane).show(event_details(self.kernels, self.browse, cpu_row(launch)))
+            return
+        key = self._row_key(launch)
+        if key != self._marked_key and self.browse is not None:
+            # the row's other launches (the kernel's, the op's, the module's...), underlined
+            codes, code = self._group_codes(), self._group_code(launch)
+            timeline.set_marked(codes == code)
+            self._marked_key = key
         table = self.query_one(KernelTable)
         if source is not table:
-            table.move_to_key(str(self.kernels.stats["key"].iat[int(self.kernels.stats_row_of_code[code])]))
+            table.move_to_key(key)
         launches = self.query_one(LaunchList)
         if source is not launches:
             launches.move_to_row(int(self.kernels.trace.gpu["row"].iat[launch]))
         self._show_details()
 
+    def _nothing(self) -> Details:
+        if self.pattern:
+            return Details("no launch matches the search", (("search", self.pattern),))
+        return Details("nothing selected", ())
+
+    def _group_codes(self) -> np.ndarray:
+        return self.answer.codes if self.answer is not None else self.kernels.key_codes
+
+    def _group_code(self, launch: int) -> int:
+        return int(self._group_codes()[launch])
+
+    def _row_key(self, launch: int) -> str:
+        if self.answer is not None:
+            return self.answer.key_of(launch)
+        code = int(self.kernels.key_codes[launch])
+        return str(self.kernels.stats["key"].iat[int(self.kernels.stats_row_of_code[code])])
+
     def _show_details(self) -> None:
-        pane = self.query_one(DetailsPane)
-        if self.selected is None:
+        if self.selected is None or self.selected < 0:
             return
         full = self.query_one(KernelTable).full_names
-        pane.show(launch_details(self.kernels, self.browse, self.selected, full))
+        self.query_one(DetailsPane).show(launch_details(self.kernels, self.browse, self.selected, full))
 
-    def _kernel_highlighted(self, key: str | None) -> None:
+    def _row_highlighted(self, key: str | None) -> None:
         if key is None:
+            self.select_launch(None, source=None)
             return
-        code = int(self.kernels.stats_code[np.flatnonzero(self.kernels.stats["key"].to_numpy() == key)[0]])
-        if self.selected is not None and int(self.kernels.key_codes[self.selected]) == code:
+        if self.selected is not None and self.selected >= 0 and self._row_key(self.selected) == key:
             return
-        self.select_launch(self._first_launch(code, 0, 1), source=self.query_one(KernelTable))
+        self.select_launch(self._first_of_row(key), source=self.query_one(KernelTable))
 
-    def _first_launch(self, code: int, start: int, direction: int) -> int | None:
-        """The next launch of a kernel from ``start`` (inclusive) in ``direction``, kept by the filter."""
+    def _first_of_row(self, key: str) -> int | None:
+        if self.answer is not None:
+            return self.answer.first_launch(key)
+        code = int(self.kernels.stats_code[np.flatnonzero(self.kernels.stats["key"].to_numpy() == key)[0]])
         hits = self.kernels.key_codes == code
         if self.keep is not None:
             hits &= self.keep
-        found = np.flatnonzero(hits[start:] if direction > 0 else hits[: start + 1])
-        if not len(found):
-            return None
-        return int(start + found[0]) if direction > 0 else int(found[-1])
+        found = np.flatnonzero(hits)
+        return int(found[0]) if len(found) else None
 
     def _select_from_table(self) -> None:
         if self._view() == "kernels":
-            self._kernel_highlighted(self.query_one(KernelTable).current_key())
+            table = self.query_one(KernelTable)
+            self._row_highlighted(table.current_key())
         else:
             self._launch_highlighted()
 
@@ -203,10 +274,12 @@ class BrowserScreen(Screen):
             self.select_launch(launch, source=self.query_one(LaunchList))
         elif row >= 0:
             self.query_one(DetailsPane).show(event_details(self.kernels, self.browse, row))
+        else:
+            self.select_launch(None, source=None)
 
     @on(VirtualTable.Highlighted, "#kernels")
     def _on_kernel_row(self, event: VirtualTable.Highlighted) -> None:
-        self._kernel_highlighted(self.query_one(KernelTable).key_at(event.row))
+        self._row_highlighted(self.query_one(KernelTable).key_at(event.row))
 
     @on(VirtualTable.Highlighted, "#launches")
     def _on_launch_row(self) -> None:
@@ -214,7 +287,8 @@ class BrowserScreen(Screen):
 
     @on(VirtualTable.Activated)
     def _on_table_enter(self) -> None:
-        self.query_one(Timeline).focus()
+        self.remember()
+        self.set_focus(self.query_one(Timeline))
 
     @on(Timeline.Selected)
     def _on_timeline_selected(self, event: Timeline.Selected) -> None:
@@ -223,112 +297,70 @@ class BrowserScreen(Screen):
 
     @on(Timeline.Activated)
     def _on_timeline_enter(self) -> None:
+        self.remember()
         self._show_in_launch_list()
 
     @on(Timeline.StepShown)
     def _on_step(self, event: Timeline.StepShown) -> None:
-        it = self.kernels.trace.gpu["iteration"].to_numpy() == event.index
-        if self.keep is not None:
-            it &= self.keep
-        first = np.flatnonzero(it)
-        if len(first):
-            self.select_launch(int(first[0]), source=self.query_one(Timeline))  # window already on the step
-            self.query_one(Timeline).select(int(first[0]), reveal=False)
+        self.scope_to(event.index, from_timeline=True)
 
-    # -- actions -----------------------------------------------------------------------------
-    def action_help(self) -> None:
-        sections = [
-            ("Anywhere", [b for b in self.BINDINGS if b.id not in ("escape",)] + list(self.app.BINDINGS)),
-            ("Kernel table and launch list", VirtualTable.BINDINGS),
-            ("Timeline (when focused)", [b for b in Timeline.BINDINGS if b.key in ("left", "right", "up", "down", "enter")]),
-            ("Filter box", FILTER_KEYS),
-        ]
-        self.app.push_screen(HelpScreen(sections))
+    # -- places: back, scope ------------------------------------------------------------
+    def place(self) -> Place:
+        return Place(self.selected, self._view(), self.query_one(Timeline).window,
+                     self.focused.id if self.focused is not None and self.focused.id else "kernels",
+                     self.query_state.scope.iteration, self.query_state.grouping)
 
-    def action_focus_filter(self) -> None:
-        # A priority binding, focusing at once (not via focus()'s call_later): keys typed right
-        # after / are forwarded to whatever has focus when they are read, so it must be the box.
-        box = self.query_one("#filter", Input)
-        if self.focused is box:  # (has_focus lags: it is set when the Focus event is handled)
-            box.insert_text_at_cursor("/")  # in the box, / is text (the regex prefix)
-        else:
-            self.set_focus(box)
+    def remember(self) -> None:
+        """Before a jump: where the user is now, for `b` to come back to."""
+        self.history.push(self.place())
 
-    def action_escape(self) -> None:
-        box = self.query_one("#filter", Input)
-        if self.focused is box:
-            self._current_table().focus()
-        elif box.value:
-            box.value = ""  # Input.Changed re-applies the empty filter
-
-    def action_toggle_view(self) -> None:
+    def restore(self, place: Place) -> None:
+        q = self.query_state
+        if place.grouping != q.grouping or place.scope != q.scope.iteration or q.scope.is_range:
+            self.set_query(grouping=place.grouping, scope=Scope(iteration=place.scope))
         switcher = self.query_one(ContentSwitcher)
-        had_focus = self.focused is self._current_table()
-        switcher.current = "launches" if switcher.current == "kernels" else "kernels"
-        if self.selected is not None:
-            self.select_launch(self.selected, source=None)
-        if had_focus:
-            self._current_table().focus()
+        switcher.current = place.view
+        timeline = self.query_one(Timeline)
+        if place.selected is not None:
+            self.select_launch(place.selected, source=None)
+        timeline.set_window(*place.window)
+        target = self.query(f"#{place.focus}")
+        self.set_focus(target.first() if target else self._current_table())
 
-    def action_toggle_names(self) -> None:
-        full = not self.query_one(KernelTable).full_names
-        self.query_one(KernelTable).full_names = full
-        self.query_one(LaunchList).full_names = full
-        self.query_one(Timeline).full_names = full
-        self._show_details()
+    def scope_to(self, iteration: int | None, from_timeline: bool = False) -> None:
+        """The tables count one step (None: the whole trace); the timeline shows it."""
+        self.set_query(scope=Scope(iteration=iteration))
+        timeline = self.query_one(Timeline)
+        if iteration is None:
+            if not from_timeline:
+                timeline.fit()
+        elif not from_timeline and self.browse is not None:
+            starts, ends, _ = self.browse.step_spans
+            if iteration < len(starts):
+                timeline.show_span(int(starts[iteration]), int(ends[iteration]), margin=0.02)
+        first = self.answer.first_launch(self.answer.key_of(self.selected)) if (
+            self.answer is not None and self.selected is not None and self.selected >= 0) else None
+        if first is None and self.in_scope is not None:
+            hits = np.flatnonzero(self.in_scope)
+            first = int(hits[0]) if len(hits) else None
+        if first is not None:
+            self.select_launch(first, source=None)
+            timeline.select(first, reveal=False)
 
-    def action_toggle_details(self) -> None:
-        pane = self.query_one(DetailsPane)
-        pane.display = not pane.display
-
-    def action_jump(self) -> None:
-        if self.focused is self.query_one(Timeline):
-            self._show_in_launch_list()
-        else:
-            self.query_one(Timeline).focus()
-
+    # -- helpers -------------------------------------------------------------------------------
     def _show_in_launch_list(self) -> None:
         self.query_one(ContentSwitcher).current = "launches"
         launches = self.query_one(LaunchList)
-        if self.selected is not None:
+        if self.selected is not None and self.selected >= 0:
             launches.move_to_row(int(self.kernels.trace.gpu["row"].iat[self.selected]))
-        launches.focus()
+        self.set_focus(launches)
+        self.fit_layout()
 
-    def action_sort(self, column: int) -> None:
-        table = self._current_table()
-        keys = kernel_table.SORT_KEYS if isinstance(table, KernelTable) else launch_list.SORT_KEYS
-        table.sort_by(keys[column - 1])
-
-    def action_toggle_noise(self, category: str) -> None:
-        self.shown = self.shown ^ {category}
-        self.apply_filter()
-
-    def action_zoom(self, factor: float) -> None:
-        self.query_one(Timeline).zoom(factor)
-
-    def action_pan(self, fraction: float) -> None:
-        self.query_one(Timeline).pan(fraction)
-
-    def action_zoom_selection(self) -> None:
-        self.query_one(Timeline).action_zoom_selection()
-
-    def action_fit(self) -> None:
-        self.query_one(Timeline).fit()
-
-    def action_step(self, delta: int) -> None:
-        self.query_one(Timeline).action_step(delta)
-
-    def action_next_launch(self, direction: int) -> None:
-        if self.selected is None:
-            return
-        code = int(self.kernels.key_codes[self.selected])
-        found = self._first_launch(code, self.selected + direction, direction)
-        if found is not None:
-            self.select_launch(found, source=None)
-
-    # -- helpers -------------------------------------------------------------------------------
     def _view(self) -> str:
         return self.query_one(ContentSwitcher).current or "kernels"
 
     def _current_table(self) -> VirtualTable:
         return self.query_one(KernelTable) if self._view() == "kernels" else self.query_one(LaunchList)
+
+    def scope(self) -> Scope:
+        return self.query_state.scope if self.query_state.scope is not None else WHOLE

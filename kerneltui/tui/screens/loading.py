@@ -34,6 +34,12 @@ class LoadingScreen(Screen):
         if getattr(self.app, "error", None):
             self.failed(self.app.error)
 
+    def on_key(self, event) -> None:
+        # kept for the screen that follows (the app replays them); q and escape still quit here
+        pending = getattr(self.app, "pending_keys", None)
+        if pending is not None and not getattr(self.app, "error", None) and len(pending) < 200:
+            pending.append((event.key, event.character))
+
     def progress(self, fraction: float) -> None:
         self.query_one(ProgressBar).update(progress=round(100 * fraction, 1))
 

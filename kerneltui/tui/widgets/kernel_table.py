@@ -76,7 +76,9 @@ class KernelTable(VirtualTable):
         self.sort_column, self.sort_reverse = "total", True
 
     # -- data -----------------------------------------------------------------
-    def set_stats(self, stats: pd.DataFrame, rows: np.ndarray | None = None) -> None:
+    def set_stats(self, stats: pd.DataFrame, rows: np.ndarray | None = None, has_work: bool | None = None) -> None:
+        """``has_work``: whether the trace has GPU work at all (default: whether ``stats`` has rows), for
+        the empty table's text: "nothing matches" and "no GPU work" are different news."""
         key = self.current_key()
         if stats is not self._stats:
             self._stats = stats
@@ -90,9 +92,32 @@ class KernelTable(VirtualTable):
         self._rows = np.arange(len(stats)) if rows is None else np.asarray(rows, np.int64)
         self._natural, self._cuts = {}, {}
         # an empty table means "filtered out" only when there was something to filter
-        self.empty_text = NO_MATCH if len(stats) else NO_GPU_WORK
+        self.empty_text = NO_MATCH if (len(stats) if has_work is None else has_work) else NO_GPU_WORK
         self._apply_sort()
         self._restore(key)
+
+    def set_headers(self, name: str, side: str) -> None:
+        """Column titles for the grouping shown (Kernel / Launched by, Module / Top kernel...)."""
+        columns = [Column(c.key, name if c.key == "name" else side if c.key == "op" else c.label, c.width, c.align,
+                          c.show_from, c.middle, c.flex) for c in self._columns]
+        if columns != self._columns:
+            self._columns = columns
+            self._natural = {}
+            self.reset()
+
+    def export_frame(self) -> pd.DataFrame:
+        """The rows in display order with exact values: names whole, times in ns, share as a fraction."""
+        frame = self._stats.iloc[self._order]
+        label = {c.key: c.label for c in self._columns}
+        out = pd.DataFrame({label["name"]: frame["short"].astype(str).to_numpy()})
+        if "full_name" in frame and not frame["full_name"].equals(frame["short"]):
+            out["full name"] = frame["full_name"].astype(str).to_numpy()
+        for column in ("count", "total_ns", "mean_ns", "min_ns", "max_ns", "share"):
+            if column in frame:
+                out[column] = frame[column].to_numpy()
+        if "op" in frame:
+            out[label.get("op", "op")] = frame["op"].astype(str).to_numpy()
+        return out
 
     def sort_by(self, column: str) -> None:
         key = self.current_key()
@@ -131,7 +156,8 @@ class KernelTable(VirtualTable):
             return None
         if field not in self._natural:  # once per change: _layout runs for every line
             kept = self._values[field][self._rows] if len(self._rows) else self._values[field]
-            self._natural[field] = max(len(str(v)) for v in kept)
+            label = next((c.label for c in self._columns if c.key == key), "")
+            self._natural[field] = max(max(len(str(v)) for v in kept), len(label) + 1)  # +1: the sort mark
         return self._natural[field]
 
     def cut_in_middle(self) -> bool:

@@ -108,6 +108,30 @@ class LaunchList(VirtualTable):
         self.move_cursor(at, notify=notify)
         return True
 
+    def export_frame(self):
+        """Every row in display order: GPU launches with exact values (report.launches_frame), CPU events too."""
+        import pandas as pd
+
+        order = self._order if self._order is not None else np.arange(len(self.events))
+        rows, launch = self.events.rows[order], self.events.launch[order]
+        ev = self.kernels.trace.events
+        kinds = [KIND_LABEL.get(Kind(int(k)), "") for k in self._ev_kind[rows]]
+        gpu = launch >= 0
+        safe = np.where(gpu, launch, 0)
+        g = self.kernels.trace.gpu
+        names = np.where(gpu, g["short"].astype(str).to_numpy()[safe],
+                         self.kernels.trace.names_of(ev["name"].to_numpy()[rows]))
+        return pd.DataFrame({
+            "start_ns": self._ev_ts[rows] - self.kernels.origin,
+            "dur_ns": self._ev_dur[rows],
+            "kind": kinds,
+            "stream": np.where(gpu, self._stream[safe], -1),
+            "step": np.where(gpu, self._step[safe], -1),
+            "name": names,
+            "full_name": np.where(gpu, g["full_name"].astype(str).to_numpy()[safe], names),
+            "op": np.where(gpu, np.array(self._op_names, dtype=object)[self._op[safe]] if self._op_names else "", ""),
+        })
+
     def watch_full_names(self) -> None:
         self._natural, self._cuts = {}, {}
         if self.sort_column == "name":

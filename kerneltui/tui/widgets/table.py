@@ -57,8 +57,8 @@ class VirtualTable(ScrollView, can_focus=True):
         Binding("down,j", "move(1)", "Down", show=False, id="table.down"),
         Binding("pageup", "page(-1)", "Page up", show=False, id="table.page-up"),
         Binding("pagedown,space", "page(1)", "Page down", show=False, id="table.page-down"),
-        Binding("home,g", "jump(0)", "First row", show=False, id="table.first"),
-        Binding("end,G", "jump(-1)", "Last row", show=False, id="table.last"),
+        Binding("home", "jump(0)", "First row", show=False, id="table.first"),
+        Binding("end", "jump(-1)", "Last row", show=False, id="table.last"),
         Binding("enter", "activate", "Open in timeline", show=False, id="table.activate"),
     ]
 
@@ -161,8 +161,9 @@ class VirtualTable(ScrollView, can_focus=True):
 
     # -- mouse ----------------------------------------------------------------
     def on_click(self, event: events.Click) -> None:
-        if event.y >= 1:
-            row = int(self.scroll_offset.y) + event.y - 1
+        offset = event.get_content_offset(self)  # inside borders and padding (the diff's table has a top border)
+        if offset is not None and offset.y >= 1:
+            row = int(self.scroll_offset.y) + offset.y - 1
             if row < self.row_count():
                 self.move_cursor(row)
                 if event.chain == 2:
@@ -180,6 +181,12 @@ class VirtualTable(ScrollView, can_focus=True):
         elif self.cursor >= top + rows:
             top = self.cursor - rows + 1
         self.scroll_to(y=top, animate=False, immediate=True)
+
+    def export_frame(self):
+        """The rows in display order as a DataFrame of their texts (subclasses give exact values)."""
+        import pandas as pd
+
+        return pd.DataFrame([self.cells(i) for i in range(self.row_count())], columns=[c.label for c in self.columns()])
 
     def natural_width(self, key: str) -> int | None:
         """Widest text a flexible column can hold (None: no limit); spare room goes to the others."""

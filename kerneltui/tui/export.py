@@ -1,0 +1,63 @@
+"""Writing what a table shows to a file: CSV (exact values, for scripts) or Markdown (as drawn).
+
+A file is never overwritten: the name gets -2, -3... until it is new, and the
+file is created exclusively, so two exports (or an export racing a user's own
+file) cannot clobber each other. Text is written whole or not at all: it is
+built in memory first, written to a hidden temporary name, then linked into place.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pandas as pd
+
+from kerneltui.terminal_text import printable
+
+FORMATS = {"csv": ".csv", "markdown": ".md"}
+
+
+def export_name(trace_path: str, what: str) -> str:
+    """``kerneltui-<trace>-<what>``: a file name from the trace's name and the table shown."""
+    stem = Path(trace_path).name
+    for suffix in (".gz", ".json"):
+        stem = stem.removesuffix(suffix)
+    safe = re.sub(r"[^A-Za-z0-9._+-]+", "_", f"{stem}-{what}").strip("._") or "table"
+    return f"kerneltui-{safe}"
+
+
+def as_markdown(headers: list[str], rows: list[list[str]], title: str = "") -> str:
+    """A Markdown table; cells are made printable and their pipes escaped, so the table stays a table."""
+
+    def cell(text: str) -> str:
+        return printable(str(text)).replace("|", "\\|")
+
+    lines = [f"{printable(title)}\n"] if title else []
+    lines.append("| " + " | ".join(cell(h) for h in headers) + " |")
+    lines.append("|" + "|".join("---" for _ in headers) + "|")
+    lines += ["| " + " | ".join(cell(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+def as_csv(frame: pd.DataFrame) -> str:
+    return frame.to_csv(index=False)
+
+
+def write_new(directory: str | os.PathLike, name: str, suffix: str, text: str) -> Path:
+    """Write text to directory/name+suffix, or name-2+suffix... whichever does not exist yet."""
+    directory = Path(directory)
+    tmp = directory / f".{name}.{os.getpid()}.tmp"
+    tmp.write_text(text, encoding="utf-8")
+    try:
+        for n in range(1, 10_000):
+            path = directory / f"{name}{'' if n == 1 else f'-{n}'}{suffix}"
+            try:
+                os.link(tmp, path)  # fails if the name exists: nothing is ever overwritten
+                return path
+            except FileExistsError:
+                continue
+        raise FileExistsError(f"{directory}: 10,000 exports named {name} already")
+    finally:
+        tmp.unlink(missing_ok=True)

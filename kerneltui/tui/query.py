@@ -1,0 +1,145 @@
+"""What the browser's panes show for one query: search text, noise toggles, grouping, scope.
+
+No Textual here. A query is answered from the data layer's explore tables
+(``analysis.explore``: per-launch context, search, groups, ranges) into masks
+over ``trace.gpu`` and the kernel table's frame; the screen only draws them.
+
+Masks, all over the rows of ``trace.gpu``:
+
+* ``keep``: the kinds shown (memcpy/memset toggles) and the search. The
+  timeline draws these, so a search hides what does not match there too.
+* ``in_scope``: ``keep`` within the scope (a step, a time range or the whole
+  trace): the kernel table and the launch list count these.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from kerneltui.analysis.explore.groups import GROUP_LABEL, group_codes, group_stats
+from kerneltui.analysis.explore.search import match_totals
+from kerneltui.trace.schema import Kind
+from kerneltui.tui.model import DEFAULT_SHOWN, Browse, Kernels
+from kerneltui.units import fmt_ns
+
+
+@dataclass(frozen=True)
+class Scope:
+    """The part of the trace the tables count: the whole trace, one step, or a time range (absolute ns)."""
+
+    iteration: int | None = None
+    start: int | None = None
+    end: int | None = None
+
+    @property
+    def whole(self) -> bool:
+        return self.iteration is None and self.start is None
+
+    @property
+    def is_range(self) -> bool:
+        return self.start is not None
+
+    def label(self, trace, origin: int) -> str:
+        if self.is_range:
+            return f"range {fmt_ns(self.start - origin)}–{fmt_ns(self.end - origin)}"
+        if self.iteration is not None:
+            its = trace.iterations
+            return f"{its.labels[self.iteration]} ({its.unit} {self.iteration + 1} of {its.count})"
+        return "whole trace"
+
+    def mask(self, trace) -> np.ndarray | None:
+        g = trace.gpu
+        if self.is_range:  # what overlaps the range, counted whole (the range line clips times)
+            return (g["end"].to_numpy() > self.start) & (g["ts"].to_numpy() < self.end)
+        if self.iteration is not None:
+            return g["iteration"].to_numpy() == self.iteration
+        return None
+
+
+WHOLE = Scope()
+
+
+@dataclass(frozen=True)
+class Query:
+    pattern: str = ""
+    shown: frozenset[str] = DEFAULT_SHOWN
+    grouping: str = "kernel"
+    scope: Scope = WHOLE
+
+
+@dataclass(frozen=True, eq=False)
+class Answer:
+    query: Query
+    keep: np.ndarray | None  # per launch: kind shown and matching the search (None: all)
+    in_scope: np.ndarray | None  # keep, within the scope (None: all)
+    table: pd.DataFrame  # the kernel table's frame: one row per group
+    codes: np.ndarray = field(repr=False)  # per launch: its group code (into keys)
+    keys: tuple[str, ...] = field(repr=False)  # per group code: the table's key
+    matches: int = 0  # launches in scope (kept), and their GPU time
+    match_ns: int = 0
+    scope_ns: int = 0  # GPU time of every launch in scope (the search's share is of this)
+
+    def first_launch(self, key: str) -> int | None:
+        """The first kept launch in scope of a table row."""
+        try:
+            code = self.keys.index(key)
+        except ValueError:
+            return None
+        hits = self.codes == code
+        if self.in_scope is not None:
+            hits &= self.in_scope
+        found = np.flatnonzero(hits)
+        return int(found[0]) if len(found) else None
+
+    def key_of(self, launch: int) -> str:
+        code = int(self.codes[launch])
+        return self.keys[code] if 0 <= code < len(self.keys) else ""
+
+
+def _and(a: np.ndarray | None, b: np.ndarray | None) -> np.ndarray | None:
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return a & b
+
+
+def answer(kernels: Kernels, browse: Browse, query: Query) -> Answer:
+    """Every pane's data for a query. Raises UserError for a bad regex."""
+    trace = kernels.trace
+    search = browse.search.match(query.pattern) if query.pattern else None
+    kind_ok = kernels.kind_allowed(query.shown)
+    kinds = None if kind_ok[[Kind.MEMCPY, Kind.MEMSET]].all() else kind_ok[kernels.launch_kind]
+    keep = _and(kinds, search)
+    scope = query.scope.mask(trace)
+    in_scope = _and(keep, scope)
+    frame = group_stats(trace, browse.context, query.grouping, in_scope)
+    codes, keys = group_codes(trace, browse.context, query.grouping)
+    matches, match_ns = match_totals(trace, in_scope)
+    _, scope_ns = match_totals(trace, scope)
+    if query.pattern or kinds is not None:
+        # a share of all the GPU time in scope (as kernel_stats' share is of the whole trace's), so a search
+        # keeps each row's weight rather than making the matches add up to 100 %
+        frame = frame.assign(share=frame["total_ns"] / scope_ns if scope_ns else 0.0)
+    return Answer(query, keep, in_scope, table_frame(kernels, frame, query.grouping), codes, keys,
+                  matches, match_ns, scope_ns)
+
+
+def table_frame(kernels: Kernels, groups: pd.DataFrame, grouping: str) -> pd.DataFrame:
+    """group_stats' frame in the kernel table's columns: short/full name, op (the row's top kernel or op)."""
+    if grouping == "kernel":
+        full = dict(zip(kernels.stats["key"], kernels.stats["full_name"]))
+        return groups.assign(short=groups["label"], full_name=[full.get(k, k) for k in groups["key"]],
+                             op=groups["top"])
+    return groups.assign(short=groups["label"], full_name=groups["label"], op=groups["top"])
+
+
+def name_header(grouping: str) -> str:
+    return GROUP_LABEL[grouping]
+
+
+def side_header(grouping: str) -> str:
+    return "Launched by" if grouping == "kernel" else "Top kernel"

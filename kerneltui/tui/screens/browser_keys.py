@@ -1,0 +1,313 @@
+"""The browser's keys: BINDINGS and their actions (the screen's state lives in browser.py).
+
+Help (`?`) and the command palette (ctrl+p) both list ``key_sections()``, so a
+key cannot be in one and missing from the other.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.widgets import ContentSwitcher, Input
+
+from kerneltui.analysis.explore.groups import available_groupings
+from kerneltui.terminal_text import printable
+from kerneltui.tui import status
+from kerneltui.tui.export import FORMATS, as_csv, as_markdown, export_name, write_new
+from kerneltui.tui.layout import MODES
+from kerneltui.tui.query import Scope
+from kerneltui.tui.screens.help import FILTER_KEYS, HelpScreen
+from kerneltui.tui.widgets import kernel_table, launch_list
+from kerneltui.tui.widgets.details import DetailsPane
+from kerneltui.tui.widgets.kernel_table import KernelTable
+from kerneltui.tui.widgets.launch_list import LaunchList
+from kerneltui.tui.widgets.table import VirtualTable
+from kerneltui.tui.widgets.timeline import Timeline
+
+NOISE_KEYS = (("C", "memcpy"), ("S", "memset"), ("R", "runtime"), ("O", "cpu_op"), ("A", "annotation"), ("M", "memory"))
+
+
+class BrowserKeys(Screen):
+    """A Screen (Textual merges BINDINGS only along DOMNode classes); BrowserScreen adds the state."""
+
+    BINDINGS = [
+        Binding("question_mark", "help", "Help", id="help"),
+        Binding("slash", "focus_filter", "Search", id="filter", priority=True,
+                tooltip="Search kernels, launching ops, annotations and steps, modules, source lines (/regex)"),
+        Binding("n", "next_match(1)", "Next match", show=False, id="next-match",
+                tooltip="Next launch matching the search (no search: of the selected row)"),
+        Binding("N,p", "next_match(-1)", "Previous match", show=False, id="previous-match",
+                tooltip="Previous launch matching the search (no search: of the selected row)"),
+        Binding("v", "toggle_view", "View", id="toggle-view", tooltip="Switch between the kernel table and every launch"),
+        Binding("g", "cycle_grouping", "Group", id="group",
+                tooltip="Group the table by kernel, launching op, module, source line, step"),
+        Binding("left_square_bracket", "scope(-1)", "Previous step", show=False, id="previous-step",
+                tooltip="Scope the tables to the previous step (from the first: the whole trace)"),
+        Binding("right_square_bracket", "scope(1)", "Next step", show=False, id="next-step",
+                tooltip="Scope the tables to the next step, and show it in the timeline"),
+        Binding("w", "whole", "Whole trace", show=False, id="fit",
+                tooltip="Whole trace: the tables' scope and the timeline's window"),
+        Binding("t", "jump", "Timeline", id="jump", tooltip="Jump from the table to the timeline, and back to the launch"),
+        Binding("b,backspace", "back", "Back", show=False, id="back",
+                tooltip="Back to where you were before the last jump (enter, t, a search hit, a step)"),
+        Binding("e", "timeline_size", "Timeline size", show=False, id="timeline-size",
+                tooltip="Timeline: normal, enlarged, maximised (again: back to normal)"),
+        Binding("plus,equals_sign", "zoom(2.0)", "Zoom in", show=False, id="zoom-in", tooltip="Zoom the timeline in, around the selection"),
+        Binding("minus", "zoom(0.5)", "Zoom out", show=False, id="zoom-out", tooltip="Zoom the timeline out"),
+        Binding("comma,shift+left", "pan(-0.25)", "Pan left", show=False, id="pan-left"),
+        Binding("full_stop,shift+right", "pan(0.25)", "Pan right", show=False, id="pan-right"),
+        Binding("z", "zoom_selection", "Zoom to selection", show=False, id="zoom-selection"),
+        Binding("m", "mark", "Mark range", show=False, id="mark",
+                tooltip="Mark a time range: first at the selection's start, then at its end (or drag the mouse)"),
+        Binding("y", "copy", "Copy name", show=False, id="copy",
+                tooltip="Copy the selected kernel's full name to the clipboard (OSC 52: works over SSH and tmux)"),
+        Binding("x", "export('csv')", "Export CSV", show=False, id="export-csv",
+                tooltip="Write the table as shown (scope, search, grouping) to a new CSV file"),
+        Binding("X", "export('markdown')", "Export Markdown", show=False, id="export-markdown",
+                tooltip="Write the table as shown to a new Markdown file"),
+        Binding("f", "toggle_names", "Full names", show=False, id="full-names", tooltip="Full kernel names instead of short ones"),
+        Binding("d", "toggle_details", "Show/hide the details pane", show=False, id="toggle-details"),
+        Binding("escape", "escape", "Leave the search / clear the range, then the search", show=False, id="escape"),
+        *(Binding(str(i), f"sort({i})", f"Sort by column {i} (again: reverse)", show=False, id=f"sort-{i}")
+          for i in range(1, 7)),
+        *(Binding(key, f"toggle_noise('{cid}')", f"Show/hide {status.CATEGORY_LABEL[cid]}", show=False,
+                  id=f"toggle-{cid}") for key, cid in NOISE_KEYS),
+        Binding("q", "app.quit", "Quit", id="quit"),
+    ]
+
+    def key_sections(self) -> list:
+        timeline_keys = [b for b in Timeline.BINDINGS if b.key.split(",")[0] in ("left", "right", "up", "down", "enter")]
+        return [
+            ("Anywhere", [b for b in self.BINDINGS] + list(self.app.BINDINGS)
+             + [Binding("ctrl+p", "command_palette", "Command palette: every action by name", id="palette")]),
+            ("Kernel table and launch list", VirtualTable.BINDINGS),
+            ("Timeline (when focused)", timeline_keys),
+            ("Search box", FILTER_KEYS),
+        ]
+
+    # -- actions -----------------------------------------------------------------------------
+    def action_help(self) -> None:
+        self.app.push_screen(HelpScreen(self.key_sections()))
+
+    def action_focus_filter(self) -> None:
+        # A priority binding, focusing at once (not via focus()'s call_later): keys typed right
+        # after / are forwarded to whatever has focus when they are read, so it must be the box.
+        box = self.query_one("#filter", Input)
+        if self.focused is box:  # (has_focus lags: it is set when the Focus event is handled)
+            box.insert_text_at_cursor("/")  # in the box, / is text (the regex prefix)
+        else:
+            self.set_focus(box)
+
+    def action_escape(self) -> None:
+        box = self.query_one("#filter", Input)
+        timeline = self.query_one(Timeline)
+        if self.focused is box:
+            self.set_focus(self._current_table())
+        elif self.timeline_mode == "max":
+            self.action_timeline_size()
+        elif getattr(timeline, "range", None) is not None:
+            timeline.clear_range()
+        elif box.value:
+            box.value = ""  # Input.Changed re-applies the empty search
+
+    def action_next_match(self, direction: int) -> None:
+        """The next (previous) launch of the search's matches, else of the selected row, in time order."""
+        if self.selected is None or self.selected < 0:
+            hits = self.in_scope if self.in_scope is not None else None
+            start = -1 if direction > 0 else len(self.kernels.key_codes)
+        else:
+            start = self.selected
+            if self.pattern:
+                hits = self.in_scope
+            else:
+                hits = self._group_codes() == self._group_code(self.selected)
+                if self.in_scope is not None:
+                    hits = hits & self.in_scope
+        if hits is None:
+            hits = np.ones(len(self.kernels.key_codes), bool)
+        found = np.flatnonzero(hits[start + 1:]) if direction > 0 else np.flatnonzero(hits[:max(start, 0)])
+        if not len(found):
+            self.notify("no further match" if direction > 0 else "no earlier match", timeout=2)
+            return
+        target = int(start + 1 + found[0]) if direction > 0 else int(found[-1])
+        self.remember()
+        self.select_launch(target, source=None)
+
+    def action_toggle_view(self) -> None:
+        switcher = self.query_one(ContentSwitcher)
+        had_focus = self.focused is self._current_table()
+        switcher.current = "launches" if switcher.current == "kernels" else "kernels"
+        if self.selected is not None:
+            self.select_launch(self.selected, source=None)
+        if had_focus:
+            self.set_focus(self._current_table())
+        self.fit_layout()
+
+    def action_cycle_grouping(self) -> None:
+        if self.browse is None:
+            self.notify("grouping is ready once the trace is linked", timeout=2)
+            return
+        choices = available_groupings(self.kernels.trace, self.browse.context)
+        current = self.query_state.grouping
+        grouping = choices[(choices.index(current) + 1) % len(choices)] if current in choices else choices[0]
+        if self._view() != "kernels":
+            self.query_one(ContentSwitcher).current = "kernels"
+            self.set_focus(self.query_one(KernelTable))
+        selected = self.selected
+        self.set_query(grouping=grouping)
+        if selected is not None and selected >= 0 and (self.in_scope is None or self.in_scope[selected]):
+            self.select_launch(selected, source=None)
+
+    def action_scope(self, delta: int) -> None:
+        """[ and ]: the tables' scope moves step by step; before the first step is the whole trace."""
+        if self.browse is None or not len(self.browse.step_spans[0]):
+            self.notify("this trace has no steps", timeout=2)
+            return
+        count = len(self.browse.step_spans[0])
+        current = self.query_state.scope.iteration
+        if current is None:
+            target = 0 if delta > 0 else count - 1
+        else:
+            target = current + delta
+            target = None if target < 0 else min(target, count - 1)
+        self.remember()
+        self.scope_to(target)
+
+    def action_whole(self) -> None:
+        timeline = self.query_one(Timeline)
+        if getattr(timeline, "range", None) is not None:
+            timeline.clear_range()
+        if not self.query_state.scope.whole:
+            self.remember()
+            self.set_query(scope=Scope())
+        timeline.fit()
+
+    def action_jump(self) -> None:
+        self.remember()
+        if self.focused is self.query_one(Timeline):
+            self._show_in_launch_list()
+        else:
+            self.set_focus(self.query_one(Timeline))
+
+    def action_back(self) -> None:
+        place = self.history.pop()
+        if place is None:
+            self.notify("nowhere to go back to", timeout=2)
+            return
+        self.restore(place)
+
+    def action_timeline_size(self) -> None:
+        self.timeline_mode = MODES[(MODES.index(self.timeline_mode) + 1) % len(MODES)]
+        if self.timeline_mode == "max":
+            self.set_focus(self.query_one(Timeline))
+        elif self.timeline_mode == "normal" and self.focused is self.query_one(Timeline):
+            pass
+        self.fit_layout()
+
+    def action_mark(self) -> None:
+        timeline = self.query_one(Timeline)
+        timeline.action_mark()
+
+    def action_copy(self) -> None:
+        text = self._selected_name()
+        if not text:
+            self.notify("nothing selected to copy", timeout=2)
+            return
+        self.app.copy_to_clipboard(text)
+        self.notify(printable(f"copied: {text}"[:200]), timeout=3, markup=False)
+
+    def _selected_name(self) -> str:
+        from kerneltui.tui.screens.browser import cpu_row
+
+        if self.selected is None:
+            return ""
+        if self.selected < -1:
+            return self.kernels.trace.name(int(self.kernels.trace.events["name"].iat[cpu_row(self.selected)]))
+        code = int(self.kernels.key_codes[self.selected])
+        return self.kernels.key_full[code]
+
+    def action_export(self, fmt: str) -> None:
+        table = self._current_table()
+        what = self._export_what()
+        headers = [c.label for c in table.columns()]
+        rows = [table.cells(i) for i in range(table.row_count())]
+        title = f"{self.kernels.trace.meta.path} · {what.replace('-', ' ')}"
+        if fmt == "csv":
+            text = as_csv(table.export_frame())
+        else:
+            text = as_markdown(headers, rows, title=f"# {title}")
+        try:
+            path = write_new(".", export_name(self.kernels.trace.meta.path, what), FORMATS[fmt], text)
+        except OSError as exc:
+            self.notify(printable(f"export failed: {exc}"), severity="error", timeout=6, markup=False)
+            return
+        self.notify(printable(f"wrote {len(rows):,} rows to {path}"), timeout=5, markup=False)
+
+    def _export_what(self) -> str:
+        q = self.query_state
+        view = "launches" if self._view() == "launches" else f"by-{q.grouping}"
+        if q.scope.is_range:
+            view += f"-range-{q.scope.start - self.kernels.origin}-{q.scope.end - self.kernels.origin}ns"
+        elif q.scope.iteration is not None:
+            view += f"-{self.kernels.trace.iterations.labels[q.scope.iteration]}"
+        return view
+
+    def action_toggle_names(self) -> None:
+        full = not self.query_one(KernelTable).full_names
+        self.query_one(KernelTable).full_names = full
+        self.query_one(LaunchList).full_names = full
+        self.query_one(Timeline).full_names = full
+        self._show_details()
+
+    def action_toggle_details(self) -> None:
+        pane = self.query_one(DetailsPane)
+        pane.display = not pane.display
+        self.fit_layout()
+
+    def action_sort(self, column: int) -> None:
+        table = self._current_table()
+        keys = kernel_table.SORT_KEYS if isinstance(table, KernelTable) else launch_list.SORT_KEYS
+        table.sort_by(keys[column - 1])
+        # the new order from its top: the first row is what the user sorted for
+        table.move_cursor(0)
+
+    def action_toggle_noise(self, category: str) -> None:
+        self.set_query(shown=self.query_state.shown ^ {category})
+
+    def action_zoom(self, factor: float) -> None:
+        self.query_one(Timeline).zoom(factor)
+
+    def action_pan(self, fraction: float) -> None:
+        self.query_one(Timeline).pan(fraction)
+
+    def action_zoom_selection(self) -> None:
+        self.query_one(Timeline).action_zoom_selection()
+
+    # -- the range ---------------------------------------------------------------------------
+    def on_timeline_range_selected(self, event) -> None:
+        self.remember()
+        self.set_query(scope=Scope(start=event.start + self.kernels.origin, end=event.end + self.kernels.origin))
+        self._show_range()
+
+    def on_timeline_range_cleared(self, event) -> None:
+        if self.query_state.scope.is_range:
+            self.set_query(scope=Scope())
+        self._show_range()
+
+    def _show_range(self) -> None:
+        line = self.query_one("#range")
+        scope = self.query_state.scope
+        if scope.is_range and self.browse is not None:
+            from kerneltui.analysis.explore.ranges import range_totals
+
+            totals = range_totals(self.kernels.trace, scope.start, scope.end, self.keep, self.browse.traffic)
+            line.update(status.range_line(totals, self.kernels.origin))
+            line.display = True
+        else:
+            line.display = False
+        self.fit_layout()
+
+
+def launch_list_keys() -> list:
+    return list(LaunchList.BINDINGS)

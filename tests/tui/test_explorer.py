@@ -1,0 +1,257 @@
+"""The browser as a trace explorer: search everything, n/N, group, scope, range, back, copy, export, palette.
+
+Every figure on screen is checked against the data layer (analysis.explore) computing it without a
+terminal, and the search against the op stacks the trace itself gives (``trace.ancestors``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kerneltui.analysis.explore import group_stats, launch_context, range_totals
+from kerneltui.trace import load_trace
+from kerneltui.trace.traffic import compute_traffic
+from kerneltui.tui.screens.browser import BrowserScreen
+from kerneltui.tui.widgets.details import DetailsPane
+from kerneltui.tui.widgets.timeline import Timeline
+from kerneltui.units import fmt_ns, fmt_share
+from tests.conftest import shared_trace
+from tests.tui.helpers import opened, parts, rows, screen_text
+
+GPT = "gpt_train_eager"
+
+
+def gpt():
+    return shared_trace(GPT)
+
+
+def counts_text(screen) -> str:
+    return str(screen.query_one("#counts").render())
+
+
+def launched_under(trace, text: str) -> np.ndarray:
+    """Launches whose op stack (from the trace's own ancestors) has a name containing text: the independent count."""
+    g = trace.gpu
+    names = trace.events["name"].to_numpy()
+    hit = [any(text.lower() in trace.name(int(names[r])).lower() for r in trace.ancestors(int(row)))
+           for row in g["launch_row"].to_numpy()]
+    return np.array(hit, bool)
+
+
+async def test_search_by_op_finds_the_gemms_it_launched_and_their_gpu_time():
+    trace = load_trace(gpt())
+    expected = launched_under(trace, "aten::mm")
+    n, ns = int(expected.sum()), int(trace.gpu["dur"].to_numpy()[expected].sum())
+    total = int(trace.gpu["dur"].sum())
+    assert n == 120  # 25 GEMMs a step and their memsets, forward and backward
+    async with opened(gpt(), size=(120, 40)) as (app, pilot):
+        screen, table, launches, _ = parts(app)
+        await pilot.press("slash", *"aten::mm", "enter")
+        kernels = trace.gpu[expected]["key"].nunique()
+        assert counts_text(screen) == (f"{kernels} kernels · {n}/945 launches · {fmt_ns(ns)} GPU"
+                                       f" ({fmt_share(ns / total)})")
+        assert sum(int(r[1]) for r in rows(table)) == n
+        await pilot.press("v")
+        assert launches.row_count() == n
+
+
+async def test_n_and_N_walk_the_search_hits_in_time_order():
+    trace = load_trace(gpt())
+    hits = np.flatnonzero(launched_under(trace, "aten::mm"))
+    async with opened(gpt(), size=(120, 40)) as (app, pilot):
+        screen, _, launches, timeline = parts(app)
+        await pilot.press("slash", *"aten::mm", "enter")
+        first = screen.selected
+        after = hits[hits > first]
+        await pilot.press("n")
+        assert screen.selected == after[0] and timeline.selected == after[0]
+        await pilot.press("n")
+        assert screen.selected == after[1]
+        await pilot.press("N")
+        assert screen.selected == after[0]
+        pane = screen.query_one(DetailsPane)
+        assert "aten::mm" in pane.details.value("op")
+
+
+async def test_a_search_with_no_match_clears_the_details():
+    async with opened(shared_trace("mlp_bf16_eager")) as (app, pilot):
+        screen, table, _, _ = parts(app)
+        await pilot.press("slash", *"zzz")
+        assert table.row_count() == 0
+        assert screen.query_one(DetailsPane).details.title == "no launch matches the search"
+
+
+async def test_g_groups_by_op_module_source_and_step_with_the_data_layers_numbers():
+    trace = load_trace(gpt())
+    context = launch_context(trace)
+    async with opened(gpt(), size=(200, 50)) as (app, pilot):
+        screen, table, _, _ = parts(app)
+        for grouping, header in (("op", "Launching op"), ("module", "Module"), ("source", "Source line"),
+                                 ("step", "Step")):
+            await pilot.press("g")
+            assert screen.query_state.grouping == grouping
+            assert screen_text(table)[0].startswith(header)
+            expected = group_stats(trace, context, grouping)
+            assert [r[:3] for r in rows(table)] == [
+                [label, f"{count:,}", fmt_ns(total)]
+                for label, count, total in zip(expected["label"], expected["count"], expected["total_ns"])]
+        steps = [r[0] for r in rows(table)]
+        assert sorted(steps) == ["ProfilerStep#2", "ProfilerStep#3", "ProfilerStep#4"]
+        await pilot.press("g")
+        assert screen.query_state.grouping == "kernel"
+
+
+async def test_brackets_scope_the_table_to_a_step_and_back_to_the_whole_trace():
+    trace = load_trace(gpt())
+    context = launch_context(trace)
+    in_step = trace.gpu["iteration"].to_numpy() == 1
+    expected = group_stats(trace, context, "kernel", in_step)
+    async with opened(gpt(), size=(120, 40)) as (app, pilot):
+        screen, table, _, timeline = parts(app)
+        await pilot.press("right_square_bracket", "right_square_bracket")
+        assert counts_text(screen).endswith("ProfilerStep#3 (step 2 of 3)")
+        assert [r[1] for r in rows(table)] == [f"{c:,}" for c in expected["count"]]
+        assert sum(int(r[1]) for r in rows(table)) == int(in_step.sum()) == 315
+        starts, ends, _ = screen.browse.step_spans
+        w0, w1 = timeline.window
+        assert w0 <= starts[1] and ends[1] <= w1  # the timeline shows the step
+        await pilot.press("left_square_bracket", "left_square_bracket")
+        assert screen.query_state.scope.whole and sum(int(r[1]) for r in rows(table)) == 945
+        await pilot.press("left_square_bracket")  # from the whole trace, [ goes to the last step
+        assert screen.query_state.scope.iteration == 2
+
+
+async def test_a_marked_range_shows_its_totals_and_scopes_the_table():
+    trace = load_trace(gpt())
+    async with opened(gpt(), size=(120, 40)) as (app, pilot):
+        screen, table, _, timeline = parts(app)
+        await pilot.press("t", "m", "right", "right", "right", "m")
+        start, end = timeline.range
+        origin = screen.kernels.origin
+        totals = range_totals(trace, start + origin, end + origin, None, compute_traffic(trace).table)
+        line = str(screen.query_one("#range").render())
+        assert line.startswith(f"range {fmt_ns(start)}–{fmt_ns(end)} ({fmt_ns(end - start)})")
+        assert f"GPU busy {fmt_ns(totals.busy_ns)}" in line and f"{totals.kernels} kernel" in line
+        assert sum(int(r[1]) for r in rows(table)) == totals.launches == 4
+        await pilot.press("escape")
+        assert timeline.range is None and screen.query_state.scope.whole
+        assert not screen.query_one("#range").display
+
+
+async def test_b_goes_back_after_a_jump_and_a_search_hit():
+    async with opened(shared_trace("mlp_bf16_eager")) as (app, pilot):
+        screen, table, launches, timeline = parts(app)
+        await pilot.press("down")
+        before = screen.selected
+        await pilot.press("t")
+        assert app.focused is timeline
+        await pilot.press("b")
+        assert app.focused is table and screen.selected == before
+        await pilot.press("n")
+        assert screen.selected != before
+        await pilot.press("backspace")
+        assert screen.selected == before
+
+
+async def test_y_copies_the_full_name_of_the_selected_kernel():
+    async with opened(shared_trace("mlp_bf16_eager")) as (app, pilot):
+        screen, _, _, _ = parts(app)
+        await pilot.press("y")
+        assert app.clipboard == screen.kernels.key_full[int(screen.kernels.key_codes[screen.selected])]
+        assert app.clipboard == "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_bias_TNT"
+
+
+async def test_x_and_X_export_the_table_as_shown_to_new_files(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    async with opened(shared_trace("mlp_bf16_eager").resolve()) as (app, pilot):
+        screen, table, _, _ = parts(app)
+        await pilot.press("g", "x", "X", "x")
+        names = sorted(p.name for p in tmp_path.iterdir())
+        assert names == ["kerneltui-mlp_bf16_eager-by-op-2.csv", "kerneltui-mlp_bf16_eager-by-op.csv",
+                         "kerneltui-mlp_bf16_eager-by-op.md"]
+        csv = (tmp_path / "kerneltui-mlp_bf16_eager-by-op.csv").read_text().splitlines()
+        assert csv[0] == "Launching op,count,total_ns,mean_ns,min_ns,max_ns,share,Top kernel"
+        assert csv[1].startswith("aten::addmm,12,1078108,")  # the gemms and their memsets
+        md = (tmp_path / "kerneltui-mlp_bf16_eager-by-op.md").read_text().splitlines()
+        assert md[2].startswith("| Launching op | Count | Total |")
+        assert len(md) == 4 + table.row_count()
+
+
+async def test_ctrl_p_palette_runs_an_action_by_name():
+    async with opened(shared_trace("mlp_bf16_eager")) as (app, pilot):
+        screen = app.screen
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        await pilot.press(*"Group")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await pilot.pause(0.2)
+        assert isinstance(app.screen, BrowserScreen) and screen.query_state.grouping == "op"
+
+
+async def test_e_enlarges_then_maximises_the_timeline_and_restores_it():
+    async with opened(gpt(), size=(120, 40)) as (app, pilot):
+        screen, table, _, timeline = parts(app)
+        normal = timeline.size.height
+        await pilot.press("e")
+        await pilot.pause()
+        assert timeline.size.height > normal
+        await pilot.press("e")
+        await pilot.pause()
+        assert not screen.query_one("#main").display and timeline.size.height == 40 - 4 - 1  # all but the four one-line bars and its border
+        await pilot.press("e")
+        await pilot.pause()
+        assert screen.query_one("#main").display and timeline.size.height == normal
+
+
+async def test_details_move_under_the_table_below_160_columns():
+    async with opened(gpt(), size=(159, 40)) as (app, pilot):
+        pane = app.screen.query_one(DetailsPane)
+        table = app.screen.query_one("#kernels")
+        assert pane.region.y > table.region.y and pane.region.width == table.region.width
+    async with opened(gpt(), size=(160, 40)) as (app, pilot):
+        pane = app.screen.query_one(DetailsPane)
+        assert pane.region.width == 64 and pane.region.y == app.screen.query_one("#kernels").region.y
+
+
+async def test_sorting_shows_the_top_of_the_new_order():
+    async with opened(gpt(), size=(120, 40)) as (app, pilot):
+        screen, table, _, _ = parts(app)
+        await pilot.press("end")
+        await pilot.press("2")  # by count, most first
+        assert table.cursor == 0 and table.scroll_offset.y == 0
+        assert rows(table)[0][1] == "153"
+
+
+async def test_the_header_keeps_every_fact_at_80_columns():
+    async with opened(gpt(), size=(80, 24)) as (app, pilot):
+        header = str(app.screen.query_one("#header").render())
+        assert header.endswith("· 945 launches · 52 kernels · busy 30.9% of 38.22ms · 3 steps · H200")
+        assert len(header) <= 78
+
+
+async def test_keys_pressed_while_loading_reach_the_browser():
+    import time
+
+    def slow(path, progress=None):
+        time.sleep(0.6)
+        return load_trace(path, progress=progress)
+
+    from kerneltui.tui.app import build_app
+    from tests.tui.helpers import settle
+
+    app = build_app(str(shared_trace("mlp_bf16_eager")), slow)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("v")  # the loading screen is up: kept, then replayed
+        await settle(app, pilot)
+        await pilot.pause(0.2)
+        assert app.screen.query_one("#tables").current == "launches"
+
+
+async def test_timeline_click_selects_and_steps_use_the_trace_numbers():
+    async with opened(gpt(), size=(80, 24)) as (app, pilot):
+        screen, _, _, timeline = parts(app)
+        text = screen_text(timeline)
+        assert "ProfilerStep#2" in text[1] or "#2" in text[1]
+        assert "├─1" not in text[1]
+        assert isinstance(timeline, Timeline)
