@@ -17,8 +17,9 @@ Public API::
 Lanes, in order (``lanes_from_trace``):
 
 * one per GPU (device, stream): key ``gpu:<device>:<stream>``, label ``GPU0 s7``;
-  a stream whose work is all memcpy says its direction: ``GPU0 s20 H2D``,
-  ``GPU0 s21 D2H`` (``copy`` when its copies go several ways);
+  a stream whose work is all memcpy says its direction and host memory instead:
+  ``s20 H2D pin``, ``s21 D2H page``, ``s22 D2D`` (``copy`` when its copies go several
+  ways; ``0:s20 H2D pin`` when the trace has several devices);
 * one per CPU thread that launched GPU work, holding its launch calls (labelled
   by the op around each): key ``cpu:<lane>``, label ``CPU t416`` / ``CPU autograd``;
   the main thread first (the thread with the most launches, threads named
@@ -210,11 +211,24 @@ class Lane:
         at = np.flatnonzero(self.kept(keep_ids))
         if len(at) == len(self):
             return self
-        # one index array and take(): a boolean mask per column costs twice as much at 1M
-        return Lane(
-            self.key, self.label, self.starts.take(at), self.ends.take(at), self.ids.take(at),
-            self.kinds.take(at), self.names.take(at), self.labels, self.full_labels,
-        )
+        # one index array and take() (a boolean mask per column costs twice as much at 1M), and what a part
+        # of a lane inherits instead of re-checking it: sorted ends and ids stay sorted, the longest
+        # interval bounds its parts' (a search re-filters the big lanes on every keystroke)
+        lane = object.__new__(Lane)
+        put = object.__setattr__
+        for name in ("key", "label", "labels", "full_labels", "longest"):
+            put(lane, name, getattr(self, name))
+        for name in ("starts", "ends", "ids", "kinds", "names"):
+            put(lane, name, _frozen(getattr(self, name).take(at)))
+        cum = np.zeros(len(at) + 1, np.int64)
+        np.cumsum(np.maximum(lane.ends - lane.starts, 0), out=cum[1:])
+        put(lane, "_cum", _frozen(cum))
+        ends_sorted = self._sorted_ends is self.ends
+        put(lane, "_sorted_ends", lane.ends if ends_sorted else _frozen(np.sort(lane.ends)))
+        ids_sorted = self._index["sorted"]
+        put(lane, "min_id", int(lane.ids[0] if ids_sorted else lane.ids.min()) if len(at) else 0)
+        put(lane, "_index", {"sorted": ids_sorted})
+        return lane
 
 
 @dataclass(frozen=True)
@@ -250,12 +264,14 @@ def lanes_from_trace(trace: Trace, origin: int | None = None, op_depths: int = 8
     kinds = g["kind"].to_numpy()
     devices, streams = g["device"].to_numpy(), g["stream"].to_numpy()
     pairs = g[["device", "stream"]].drop_duplicates().sort_values(["device", "stream"])
+    devices_seen = set(pairs["device"].tolist())
     for device, stream in pairs.itertuples(index=False):
         mask = (devices == device) & (streams == stream)
         label = f"GPU{device} s{stream}"
         direction = _copy_direction(kinds[mask], full_names[mask])
         if direction:
-            label = f"{label} {direction}"
+            # the margin is 12 cells: a copy stream says its direction and host memory before its device
+            label = f"s{stream} {direction}" if len(devices_seen) == 1 else f"{device}:s{stream} {direction}"
         lanes.append(Lane(f"gpu:{device}:{stream}", label, ts[mask], end[mask], ids[mask], kinds[mask],
                           codes[mask], short_by_key, full_by_key))
     launch_lane = g["launch_lane"].to_numpy()
@@ -326,8 +342,14 @@ def _copy_direction(kinds: np.ndarray, names: np.ndarray) -> str:
     """``H2D``/``D2H``/``D2D``/``P2P``/``H2H`` for a stream doing only copies one way, ``copy`` for several, "" otherwise."""
     if not len(kinds) or not bool(np.all(kinds == Kind.MEMCPY)):
         return ""
-    directions = {copy_kind(str(name))[0].split(" ")[0] for name in np.unique(names)}
-    return directions.pop() if len(directions) == 1 else "copy"
+    kinds_seen = {copy_kind(str(name))[0] for name in np.unique(names)}  # "H2D pinned", "D2H pageable", "D2D"...
+    directions = {k.split(" ")[0] for k in kinds_seen}
+    if len(directions) != 1:
+        return "copy"
+    memory = {k.partition(" ")[2] for k in kinds_seen}
+    short = {"pinned": "pin", "pageable": "page"}
+    host = short.get(memory.pop(), "") if len(memory) == 1 else ""
+    return f"{directions.pop()} {host}".strip()
 
 
 def _first_per_code(codes: np.ndarray, values: np.ndarray, n: int) -> tuple[str, ...]:

@@ -14,7 +14,7 @@ so a keystroke costs milliseconds on a million launches.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -27,7 +27,7 @@ from kerneltui.trace.filters import name_pattern
 from kerneltui.trace.model import Trace
 from kerneltui.trace.schema import Kind
 from kerneltui.trace.summary import TraceSummary, kernel_stats, summarize
-from kerneltui.tui.lanes import Lane, lanes_from_trace
+from kerneltui.tui.lanes import Lane, _threads_by_launches, lanes_from_trace, op_lanes
 
 # Noise categories the user toggles: (id, label, event kinds, shown by default).
 GPU_CATEGORIES = (("memcpy", "memcpy", (Kind.MEMCPY,)), ("memset", "memset", (Kind.MEMSET,)))
@@ -136,6 +136,7 @@ class Browse:
     step_spans: tuple[np.ndarray, np.ndarray, tuple[str, ...]]  # per step/call: CPU span widened to its GPU work
     row_to_launch: np.ndarray = field(repr=False)  # event row of GPU work -> position in trace.gpu, or -1
     call_to_launch: np.ndarray = field(repr=False)  # event row of a launch call -> the first GPU work it launched
+    icicles: dict = field(repr=False)  # launching thread (lane) -> its CPU ops, a lane per depth (the main one first)
     context: LaunchContext = field(repr=False)  # per launch: op stack, source line, module (analysis.explore)
     search: LaunchSearch = field(repr=False)  # `/` over kernels, ops, annotations, modules, sources
 
@@ -172,7 +173,8 @@ def build_browse(kernels: Kernels) -> Browse:
         kernels=kernels,
         step_spans=step_spans(trace, kernels.origin),
         summary=summarize(trace),
-        lanes=tuple(lanes_from_trace(trace, kernels.origin)),
+        lanes=tuple(lanes_from_trace(trace, kernels.origin, op_depths=0)),
+        icicles=icicles(trace, kernels.origin),
         noise_rows=noise_rows,
         counts=counts,
         traffic=traffic,
@@ -183,6 +185,17 @@ def build_browse(kernels: Kernels) -> Browse:
         context=context,
         search=launch_search(trace, context),
     )
+
+
+def icicles(trace: Trace, origin: int, depths: int = 8) -> dict[int, tuple[Lane, ...]]:
+    """Each launching thread's ops by depth, labelled by thread: the timeline shows the selected launch's."""
+    launch_lane = trace.gpu["launch_lane"].to_numpy()
+    out = {}
+    for lane in _threads_by_launches(trace.lanes, launch_lane):
+        thread = str(trace.lanes["thread"].iat[lane])
+        name = "ops" if not out else ("autograd" if "autograd" in thread else f"t{trace.lanes['tid'].iat[lane]}")
+        out[lane] = tuple(replace(x, label=f"{name} d{x.key.rsplit(':', 1)[1]}") for x in op_lanes(trace, lane, origin, depths))
+    return out
 
 
 def step_spans(trace: Trace, origin: int) -> tuple[np.ndarray, np.ndarray, tuple[str, ...]]:

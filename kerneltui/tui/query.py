@@ -91,8 +91,8 @@ class Answer:
         hits = self.codes == code
         if self.in_scope is not None:
             hits &= self.in_scope
-        found = np.flatnonzero(hits)
-        return int(found[0]) if len(found) else None
+        first = int(np.argmax(hits))  # stops at the first hit (flatnonzero would list them all)
+        return first if hits[first] else None
 
     def key_of(self, launch: int) -> str:
         code = int(self.codes[launch])
@@ -107,19 +107,38 @@ def _and(a: np.ndarray | None, b: np.ndarray | None) -> np.ndarray | None:
     return a & b
 
 
-def answer(kernels: Kernels, browse: Browse, query: Query) -> Answer:
+@dataclass
+class Caches:
+    """What a query reuses from the last ones: the keep mask per (search, toggles), so that changing only
+    the grouping or the scope keeps the very same mask (and the timeline its filtered lanes), and each
+    scope's GPU time, which typing does not change."""
+
+    keep: dict = field(default_factory=dict)
+    scope_ns: dict = field(default_factory=dict)
+
+
+def answer(kernels: Kernels, browse: Browse, query: Query, caches: Caches | None = None) -> Answer:
     """Every pane's data for a query. Raises UserError for a bad regex."""
     trace = kernels.trace
-    search = browse.search.match(query.pattern) if query.pattern else None
-    kind_ok = kernels.kind_allowed(query.shown)
-    kinds = None if kind_ok[[Kind.MEMCPY, Kind.MEMSET]].all() else kind_ok[kernels.launch_kind]
-    keep = _and(kinds, search)
+    caches = caches if caches is not None else Caches()
+    kept = (query.pattern, query.shown)
+    if kept not in caches.keep:
+        search = browse.search.match(query.pattern) if query.pattern else None
+        kind_ok = kernels.kind_allowed(query.shown)
+        kinds = None if kind_ok[[Kind.MEMCPY, Kind.MEMSET]].all() else kind_ok[kernels.launch_kind]
+        if len(caches.keep) > 16:
+            caches.keep.clear()
+        caches.keep[kept] = (_and(kinds, search), kinds)
+    keep, kinds = caches.keep[kept]
     scope = query.scope.mask(trace)
     in_scope = _and(keep, scope)
     frame = group_stats(trace, browse.context, query.grouping, in_scope)
     codes, keys = group_codes(trace, browse.context, query.grouping)
-    matches, match_ns = match_totals(trace, in_scope)
-    _, scope_ns = match_totals(trace, scope)
+    # the search's totals are the table's: every kept launch in scope is in exactly one row
+    matches, match_ns = int(frame["count"].sum()), int(frame["total_ns"].sum())
+    if query.scope not in caches.scope_ns:
+        caches.scope_ns[query.scope] = match_totals(trace, scope)[1]
+    scope_ns = caches.scope_ns[query.scope]
     if query.pattern or kinds is not None:
         # a share of all the GPU time in scope (as kernel_stats' share is of the whole trace's), so a search
         # keeps each row's weight rather than making the matches add up to 100 %

@@ -279,3 +279,32 @@ async def test_clicking_a_row_selects_it():
         # the table has a top border: its first row is two lines below the widget's top
         await pilot.click(MatchTable, offset=(5, 4))
         assert table.cursor == 2
+
+
+async def test_every_diff_key_is_in_the_palette():
+    from textual.binding import Binding
+    from textual.markup import escape
+
+    from kerneltui.tui.screens.help import key_text
+
+    async with opened(*pair("mlp_bf16")) as (app, pilot):
+        titles = {str(c.title) for c in app.get_system_commands(app.screen)}
+        listed = [b for _, items in app.screen.key_sections() for b in items
+                  if isinstance(b, Binding) and b.action != "command_palette"]
+        for b in listed:
+            assert escape(f"{b.description} · {key_text(b)}") in titles, b.id
+
+
+def test_the_matched_table_switches_to_ms_once_a_row_reaches_10ms():
+    a, b = (load_trace(p) for p in pair("mlp_bf16"))
+    from kerneltui.tui.diff.model import build_view
+
+    matches = build_view(a, b).diff.matches
+    small = MatchTable(matches)
+    assert [c.label for c in small.columns()][3:5] == ["GPU µs/call", "Δ µs"]
+    big = matches.assign(a_ns=matches["a_ns"] * 1000, b_ns=matches["b_ns"] * 1000,
+                         delta_ns=matches["delta_ns"] * 1000)
+    table = MatchTable(big)
+    assert [c.label for c in table.columns()][3:5] == ["GPU ms/call", "Δ ms"]
+    first = table.cells(0)
+    assert first[3] == f"{big['a_ns'].iat[0] / 1e6:,.3f} → {big['b_ns'].iat[0] / 1e6:,.3f}"

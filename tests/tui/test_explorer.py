@@ -255,3 +255,34 @@ async def test_timeline_click_selects_and_steps_use_the_trace_numbers():
         assert "ProfilerStep#2" in text[1] or "#2" in text[1]
         assert "├─1" not in text[1]
         assert isinstance(timeline, Timeline)
+
+
+async def test_every_key_in_help_is_in_the_palette_with_its_key():
+    from textual.binding import Binding
+    from textual.markup import escape
+
+    from kerneltui.tui.screens.help import key_text
+
+    async with opened(shared_trace("mlp_bf16_eager")) as (app, pilot):
+        titles = {str(c.title) for c in app.get_system_commands(app.screen)}
+        listed = [b for _, items in app.screen.key_sections() for b in items
+                  if isinstance(b, Binding) and b.action != "command_palette"]
+        assert len(listed) >= 45
+        for b in listed:
+            assert escape(f"{b.description} · {key_text(b)}") in titles, b.id
+
+
+async def test_the_icicle_follows_the_thread_that_launched_the_selection():
+    async with opened(gpt(), size=(120, 40)) as (app, pilot):
+        screen, _, _, timeline = parts(app)
+        g = screen.kernels.trace.gpu
+        threads = list(screen.browse.icicles)
+        assert len(threads) == 2  # the main thread and autograd's
+        main, autograd = threads
+        screen.select_launch(int(np.flatnonzero(g["launch_lane"].to_numpy() == main)[0]), source=None)
+        await pilot.pause()
+        assert [l.label for l in timeline.lanes if l.key.startswith("op:")][0] == "ops d0"
+        screen.select_launch(int(np.flatnonzero(g["launch_lane"].to_numpy() == autograd)[0]), source=None)
+        await pilot.pause()
+        icicle = [l for l in timeline.lanes if l.key.startswith("op:")]
+        assert icicle[0].label == "autograd d0" and icicle[0].key.startswith(f"op:{autograd}:")

@@ -120,9 +120,26 @@ def test_position_of_unsorted_ids():
 def test_copy_streams_say_their_direction():
     trace = load_trace(external_trace("hta__trace_filter__sampled_rank-0.json.gz"))
     labels = [lane.label for lane in lanes_from_trace(trace) if lane.key.startswith("gpu")]
-    assert labels == ["GPU0 s7", "GPU0 s23", "GPU0 s25 H2D", "GPU0 s84", "GPU0 s203"]
+    assert labels == ["GPU0 s7", "GPU0 s23", "s25 H2D", "GPU0 s84", "GPU0 s203"]  # its copies name no host memory
     memcpy = np.full(3, Kind.MEMCPY, np.int8)
-    assert _copy_direction(memcpy, np.array(["Memcpy DtoH (Device -> Pinned)"] * 3)) == "D2H"
+    assert _copy_direction(memcpy, np.array(["Memcpy DtoH (Device -> Pinned)"] * 3)) == "D2H pin"
+    assert _copy_direction(memcpy, np.array(["Memcpy HtoD (Pageable -> Device)"] * 3)) == "H2D page"
     assert _copy_direction(memcpy, np.array(["Memcpy HtoD (Pageable -> Device)", "Memcpy HtoD (Pinned -> Device)"])) == "H2D"
+    assert _copy_direction(memcpy, np.array(["Memcpy DtoD (Device -> Device)"] * 3)) == "D2D"
     assert _copy_direction(memcpy, np.array(["Memcpy HtoD (Pinned -> Device)", "Memcpy DtoH (Device -> Pinned)"])) == "copy"
     assert _copy_direction(np.array([Kind.MEMCPY, Kind.KERNEL], np.int8), np.array(["Memcpy HtoD", "k"])) == ""
+
+
+def test_a_filtered_lane_equals_one_built_from_its_kept_intervals():
+    """subset() inherits sortedness and bounds instead of re-checking them: it must still be the same lane."""
+    trace = load_trace(shared_trace("gpt_train_eager"))
+    keep = np.random.default_rng(0).random(len(trace.gpu)) < 0.5
+    for lane in lanes_from_trace(trace):
+        part = lane.subset(keep)
+        at = np.flatnonzero(lane.kept(keep))
+        built = Lane(lane.key, lane.label, lane.starts.take(at), lane.ends.take(at), lane.ids.take(at),
+                     lane.kinds.take(at), lane.names.take(at), lane.labels, lane.full_labels)
+        for name in ("starts", "ends", "ids", "kinds", "names", "_cum", "_sorted_ends"):
+            assert np.array_equal(getattr(part, name), getattr(built, name)), (lane.key, name)
+        assert part.min_id == built.min_id and part.longest >= built.longest
+        assert [part.position_of(int(i)) for i in part.ids[:50]] == list(range(min(50, len(part))))

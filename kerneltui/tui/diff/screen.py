@@ -12,7 +12,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.widgets import Footer, Input, Static
+from textual.widgets import Input, Static
 
 from kerneltui.errors import UserError
 from kerneltui.trace.filters import name_pattern
@@ -24,6 +24,7 @@ from kerneltui.tui.diff.model import DiffView
 from kerneltui.tui.diff.table import MatchTable
 from kerneltui.tui.diff.timelines import PairedTimelines
 from kerneltui.tui.screens.help import HelpScreen
+from kerneltui.tui.widgets.keys_bar import KeysBar
 from kerneltui.tui.widgets.timeline import Timeline
 
 
@@ -67,7 +68,7 @@ class DiffScreen(Screen):
         yield MatchTable(d.matches, d.b.unit, id="matches")
         yield Static(id="match-detail")
         yield PairedTimelines(self.view, id="timelines")
-        yield Footer()
+        yield KeysBar([*self.BINDINGS, *MatchTable.BINDINGS], id="keys")
 
     def on_resize(self) -> None:
         # wide or tall: the sides also say device and how the calls were found; short: GPU and wall alone

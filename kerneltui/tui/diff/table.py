@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 from textual.binding import Binding
 
-from kerneltui.diff_report import delta_us, match_label, nbytes, num, side_rate, us
+from kerneltui.diff_report import match_label, nbytes, num, side_rate
 from kerneltui.terminal_text import printable
 from kerneltui.tui.widgets.table import Column, VirtualTable
 from kerneltui.units import distinct_cuts, ellipsize
@@ -38,6 +38,9 @@ class MatchTable(VirtualTable):
             _total=matches["a_ns"].fillna(0) + matches["b_ns"].fillna(0), _kind=matches["kind"].map(KIND_RANK)
         )
         self.unit = unit
+        # one time unit for the table: ms once a row reaches 10 ms (12,345.67 µs reads worse than 12.346 ms)
+        largest = float(np.nanmax(np.abs(matches[["a_ns", "b_ns"]].to_numpy(float)), initial=0.0)) if len(matches) else 0.0
+        self.time_unit, self._scale, self._digits = ("ms", 1e6, 3) if largest >= 1e7 else ("µs", 1e3, 2)
         self.order = np.arange(len(matches))
         self.sorted = self.order  # every row, in the sort order; ``order`` is what the search keeps of it
         self.kept_rows: np.ndarray | None = None  # per matches row: kept by the search (None: all)
@@ -50,8 +53,8 @@ class MatchTable(VirtualTable):
             Column("name", "kernel (A → B)", 0),
             Column("match", "match", 10, show_from=100),
             Column("launches", f"n/{self.unit}", 7, "right"),
-            Column("time", f"GPU µs/{self.unit}", 16, "right"),
-            Column("delta", "Δ µs", 9, "right"),
+            Column("time", f"GPU {self.time_unit}/{self.unit}", 16, "right"),
+            Column("delta", f"Δ {self.time_unit}", 9, "right"),
             Column("bytes", "bytes A → B", 21, "right", show_from=130),
             Column("rate", "achieved A → B", 34, "right", show_from=150),
         ]
@@ -69,12 +72,17 @@ class MatchTable(VirtualTable):
             self._shown_name(printable(m.name)),
             match_label(m.kind, m.confidence),
             f"{num(m.a_count)} → {num(m.b_count)}",
-            f"{us(m.a_ns)} → {us(m.b_ns)}",
-            delta_us(m.delta_ns),
+            f"{self._time(m.a_ns)} → {self._time(m.b_ns)}",
+            self._time(m.delta_ns, sign=True),
             f"{nbytes(m.a_bytes)} → {nbytes(m.b_bytes)}",
             f"{side_rate(m, 'a')} → {side_rate(m, 'b')}",
         ]
 
+
+    def _time(self, ns: float, sign: bool = False) -> str:
+        if ns is None or ns != ns:
+            return "–"
+        return f"{ns / self._scale:{'+' if sign else ''},.{self._digits}f}"
 
     def _shown_name(self, name: str) -> str:
         """The name as drawn: cut with ``distinct_cuts`` among all rows' names (whole outside drawing)."""

@@ -14,7 +14,7 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal
-from textual.widgets import ContentSwitcher, Footer, Input, Static
+from textual.widgets import ContentSwitcher, Input, Static
 
 from kerneltui.errors import UserError
 from kerneltui.terminal_text import printable
@@ -24,10 +24,11 @@ from kerneltui.tui.history import History, Place
 from kerneltui.tui.lanes import filter_lanes
 from kerneltui.tui.layout import browser_layout
 from kerneltui.tui.model import DEFAULT_SHOWN, Browse, Kernels, event_list, names_matching
-from kerneltui.tui.query import WHOLE, Answer, Query, Scope, answer, name_header, side_header
+from kerneltui.tui.query import WHOLE, Answer, Caches, Query, Scope, answer, name_header, side_header
 from kerneltui.tui.screens.browser_keys import BrowserKeys
 from kerneltui.tui.widgets.details import DetailsPane
 from kerneltui.tui.widgets.kernel_table import KernelTable
+from kerneltui.tui.widgets.keys_bar import KeysBar
 from kerneltui.tui.widgets.launch_list import LaunchList
 from kerneltui.tui.widgets.table import VirtualTable
 from kerneltui.tui.widgets.timeline import Timeline
@@ -53,6 +54,10 @@ class BrowserScreen(BrowserKeys):
         self._marked_key: str | None = None
         self._lanes_keep: object = "unset"  # the keep mask the timeline's lanes were filtered with
         self._layout = None
+        self._base_lanes: list = []
+        self._icicle_thread: int | None = None
+        self._caches = Caches()  # what query.answer reuses between keystrokes
+        self._lanes_cache: dict[int, tuple] = {}  # id(keep) -> (keep, its filtered lanes)
 
     @property
     def shown(self) -> frozenset[str]:
@@ -76,7 +81,7 @@ class BrowserScreen(BrowserKeys):
         yield Timeline(id="timeline")
         yield Static(id="range")
         yield Static(id="noise")
-        yield Footer(compact=True)
+        yield KeysBar(self.BINDINGS, id="keys")
 
     # -- setup ---------------------------------------------------------------------
     def on_mount(self) -> None:
@@ -94,7 +99,9 @@ class BrowserScreen(BrowserKeys):
         timeline = self.query_one(Timeline)
         timeline.set_steps(*browse.step_spans, step_of_id=self.kernels.trace.gpu["iteration"].to_numpy())
         start, end = self.kernels.trace.window
-        timeline.set_lanes(browse.lanes, bounds=(0, end - start))
+        self._base_lanes = list(browse.lanes)
+        self._icicle_thread = next(iter(browse.icicles), None)  # the main thread's, until a launch says otherwise
+        timeline.set_lanes(self._timeline_lanes(), bounds=(0, end - start))
         self._lanes_keep = None
         timeline.fit()
         self.apply_query()
@@ -155,7 +162,7 @@ class BrowserScreen(BrowserKeys):
                 counts.update(status.counts(len(rows), len(k.stats), kept, len(k.key_codes)))
                 self._after_query()
                 return True
-            found = answer(k, self.browse, q)
+            found = answer(k, self.browse, q, self._caches)
             name_ok = names_matching(k.trace, q.pattern) if q.shown - DEFAULT_SHOWN else None
         except UserError as exc:
             counts.update(Text(printable(str(exc)), style="bold red"))
@@ -168,7 +175,16 @@ class BrowserScreen(BrowserKeys):
         table.set_stats(found.table, has_work=len(k.key_codes) > 0)
         self.query_one(LaunchList).set_events(event_list(self.browse, k, self.in_scope, q.shown, name_ok))
         if self._lanes_keep is not self.keep:
-            self.query_one(Timeline).set_lanes(filter_lanes(self.browse.lanes, self.keep))
+            # the filtered lanes of the last few masks (the same objects come back from the query's cache:
+            # backspace to a search typed a moment ago reuses its lanes)
+            lanes = self._lanes_cache.get(id(self.keep))
+            if lanes is None or lanes[0] is not self.keep:
+                lanes = (self.keep, filter_lanes(self.browse.lanes, self.keep))
+                self._lanes_cache[id(self.keep)] = lanes
+                while len(self._lanes_cache) > 2:  # each holds copies of the big lanes: the last two masks
+                    self._lanes_cache.pop(next(iter(self._lanes_cache)))
+            self._base_lanes = lanes[1]
+            self.query_one(Timeline).set_lanes(self._timeline_lanes())
             self._lanes_keep = self.keep
             self._marked_key = None
         counts.update(status.query_counts(found, len(k.key_codes), q.scope.label(k.trace, k.origin)))
@@ -177,10 +193,12 @@ class BrowserScreen(BrowserKeys):
 
     def _after_query(self) -> None:
         self.query_one("#noise", Static).update(status.noise(self.shown, self.browse))
-        if self.selected is not None and self.selected >= 0 and self.in_scope is not None \
-                and not self.in_scope[self.selected]:
+        selected = self.selected
+        if selected is not None and selected >= 0 and (self.in_scope is None or self.in_scope[selected]):
+            # still kept: it stays selected, and the table and list go to its row (a new grouping, a search)
+            self.select_launch(selected, source=None)
+        elif selected is None or selected >= 0:
             self.selected = None
-        if self.selected is None or self.selected >= 0:
             self._select_from_table()
         self.fit_layout()
 
@@ -201,6 +219,11 @@ class BrowserScreen(BrowserKeys):
             timeline.select(None)
             self.query_one(DetailsPane).show(self._nothing())
             return
+        if launch >= 0 and self.browse is not None:
+            thread = int(self.kernels.trace.gpu["launch_lane"].iat[launch])
+            if thread != self._icicle_thread and thread in self.browse.icicles:
+                self._icicle_thread = thread  # the icicle follows the thread that launched the selection
+                timeline.set_lanes(self._timeline_lanes())
         if source is not timeline:
             timeline.select(launch)
         if launch < -1:  # a CPU op of the icicle: no kernel row, no launch-list row of its own
@@ -348,6 +371,11 @@ class BrowserScreen(BrowserKeys):
             timeline.select(first, reveal=False)
 
     # -- helpers -------------------------------------------------------------------------------
+    def _timeline_lanes(self) -> list:
+        """GPU streams and launching threads (filtered by the search), then the icicle of the selection's thread."""
+        icicle = self.browse.icicles.get(self._icicle_thread, ()) if self.browse is not None else ()
+        return [*self._base_lanes, *icicle]
+
     def _show_in_launch_list(self) -> None:
         self.query_one(ContentSwitcher).current = "launches"
         launches = self.query_one(LaunchList)

@@ -49,7 +49,7 @@ class BrowserKeys(Screen):
         Binding("w", "whole", "Whole trace", show=False, id="fit",
                 tooltip="Whole trace: the tables' scope and the timeline's window"),
         Binding("t", "jump", "Timeline", id="jump", tooltip="Jump from the table to the timeline, and back to the launch"),
-        Binding("b,backspace", "back", "Back", show=False, id="back",
+        Binding("b,backspace", "back", "Back", id="back",
                 tooltip="Back to where you were before the last jump (enter, t, a search hit, a step)"),
         Binding("e", "timeline_size", "Timeline size", show=False, id="timeline-size",
                 tooltip="Timeline: normal, enlarged, maximised (again: back to normal)"),
@@ -154,10 +154,7 @@ class BrowserKeys(Screen):
         if self._view() != "kernels":
             self.query_one(ContentSwitcher).current = "kernels"
             self.set_focus(self.query_one(KernelTable))
-        selected = self.selected
-        self.set_query(grouping=grouping)
-        if selected is not None and selected >= 0 and (self.in_scope is None or self.in_scope[selected]):
-            self.select_launch(selected, source=None)
+        self.set_query(grouping=grouping)  # the selected launch stays selected; the table goes to its group
 
     def action_scope(self, delta: int) -> None:
         """[ and ]: the tables' scope moves step by step; before the first step is the whole trace."""

@@ -193,6 +193,14 @@ class VirtualTable(ScrollView, can_focus=True):
         return None
 
     def _layout(self, width: int) -> list[tuple[Column, int]]:
+        # every drawn row asks: computed once per width and data generation (reset() bumps it)
+        key = (width, self._generation)
+        if getattr(self, "_layout_key", None) != key:
+            self._layout_cached = self._compute_layout(width)
+            self._layout_key = key
+        return self._layout_cached
+
+    def _compute_layout(self, width: int) -> list[tuple[Column, int]]:
         shown = [c for c in self.columns() if width >= c.show_from]
         fixed = sum(c.width for c in shown if c.width) + len(shown) - 1
         pending = [c for c in shown if not c.width]

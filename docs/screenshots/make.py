@@ -1,0 +1,75 @@
+"""Regenerate the README's and docs' screenshots: the real apps, headless, on the shipped traces.
+
+    python docs/screenshots/make.py
+
+Each shot is (file, app, size, keys pressed after loading). Look at them before committing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from tests.tui.helpers import settle, wait_for_diff  # noqa: E402
+
+DATA = "tests/data/traces"
+BROWSER = [
+    ("browser-gpt_train-160x45.svg", f"{DATA}/gpt_train_eager.json.gz", (160, 45),
+     ["slash", *"aten::mm", "enter", "n", "n", "t", "z"]),
+    ("browser-gpt_train-module-range-160x45.svg", f"{DATA}/gpt_train_eager.json.gz", (160, 45),
+     ["g", "g", "t", "plus", "plus", "m", "right", "right", "right", "right", "m"]),
+    ("browser-mlp_bf16-80x24.svg", f"{DATA}/mlp_bf16_eager.json.gz", (80, 24), []),
+    ("browser-resnet18-120x40.svg", f"{DATA}/resnet18_train_eager.json.gz", (120, 40), ["g"]),
+]
+DIFF = [
+    ("diff-add_relu_1M-80x24.svg", "traces/add_relu_1M_eager.json.gz", "traces/add_relu_1M_compiled.json.gz", (80, 24)),
+    ("diff-add_relu_1M-160x40.svg", "traces/add_relu_1M_eager.json.gz", "traces/add_relu_1M_compiled.json.gz",
+     (160, 40)),
+    ("diff-add_relu_100-launch-bound.svg", f"{DATA}/add_relu_100_eager.json.gz",
+     f"{DATA}/add_relu_100_compiled.json.gz", (80, 24)),
+    ("diff-mlp_bf16-160x40.svg", f"{DATA}/mlp_bf16_eager.json.gz", f"{DATA}/mlp_bf16_compiled.json.gz", (160, 40)),
+    ("diff-resnet18_train-80x24.svg", f"{DATA}/resnet18_train_eager.json.gz",
+     f"{DATA}/resnet18_train_compiled.json.gz", (80, 24)),
+    ("diff-resnet18_train-160x45.svg", f"{DATA}/resnet18_train_eager.json.gz",
+     f"{DATA}/resnet18_train_compiled.json.gz", (160, 45)),
+]
+
+
+async def browser_shot(name, path, size, keys):
+    from kerneltui.tui.app import build_app
+
+    app = build_app(str(ROOT / path))
+    async with app.run_test(size=size) as pilot:
+        await settle(app, pilot)
+        for key in keys:
+            await pilot.press(key)
+            await pilot.pause()
+        await pilot.pause(0.5)
+        (ROOT / "docs/screenshots" / name).write_text(app.export_screenshot(title=name.removesuffix(".svg")))
+
+
+async def diff_shot(name, a, b, size):
+    from kerneltui.tui.diff.app import build_app
+
+    app = build_app(str(ROOT / a), str(ROOT / b))
+    async with app.run_test(size=size) as pilot:
+        await wait_for_diff(pilot)
+        await pilot.pause(0.5)
+        (ROOT / "docs/screenshots" / name).write_text(app.export_screenshot(title=name.removesuffix(".svg")))
+
+
+async def main() -> None:
+    for shot in BROWSER:
+        await browser_shot(*shot)
+        print("wrote", shot[0])
+    for shot in DIFF:
+        await diff_shot(*shot)
+        print("wrote", shot[0])
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
