@@ -28,7 +28,7 @@ class Layout:
 def browser_layout(width: int, height: int, table_rows: int, timeline_wanted: int, mode: str = "normal",
                    details: bool = True, range_line: bool = False) -> Layout:
     """Rows for each pane. ``table_rows``: rows the table would draw (its header included)."""
-    avail = max(height - FIXED_ROWS - (1 if range_line else 0), MIN_TABLE_ROWS + MIN_TIMELINE_ROWS)
+    avail = max(height - FIXED_ROWS - (2 if range_line else 0), MIN_TABLE_ROWS + MIN_TIMELINE_ROWS)
     if mode == "max":
         return Layout(width >= DETAILS_BESIDE_FROM, 0, avail, False)
     beside = width >= DETAILS_BESIDE_FROM

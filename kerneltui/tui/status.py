@@ -42,7 +42,7 @@ def header(kernels: Kernels, browse: Browse | None, width: int = 200) -> Text:
     room = width - 2  # the header's padding
     for facts in wordings:
         for dev in (device, device.removeprefix("NVIDIA ")):
-            rest = " · ".join(facts) + (" · …" if browse is None else "") + f" · {dev}"
+            rest = " · ".join(facts) + (" · …" if browse is None else "") + (f" · {dev}" if dev else "")
             if len(name) + 3 + len(rest) <= room or len(rest) + 3 + 16 <= room:
                 break
         else:
@@ -77,20 +77,24 @@ def query_counts(found, total_launches: int, scope: str) -> Text:
 
 
 def range_line(totals, origin: int) -> Text:
-    """The selected range's totals: span, busy GPU, launches and kernels, bytes, top kernels (times clipped)."""
+    """The selected range's totals on two lines: span, busy GPU, launches, bytes; then the top kernels (times clipped)."""
     t = totals
     span = t.end - t.start
     text = Text(no_wrap=True, overflow="ellipsis")
     text.append(f"range {fmt_ns(t.start - origin)}–{fmt_ns(t.end - origin)} ({fmt_ns(span)})", style="bold")
     busy = fmt_share(t.busy_ns / span) if span else "–"
-    text.append(f" · GPU busy {fmt_ns(t.busy_ns)} ({busy}) · {plural(t.kernels, 'kernel')}"
-                f" of {plural(t.launches, 'launch')}")
+    text.append(f" · GPU busy {fmt_ns(t.busy_ns)} ({busy}) · {plural(t.launches, 'launch')}"
+                f" ({t.kernels:,} kernel{'s' if t.kernels != 1 else ''})")
     if t.bytes_unknown and not t.bytes:
         text.append(" · bytes unknown")
     else:
         text.append(f" · {fmt_bytes(t.bytes)}" + (f" (+{t.bytes_unknown:,} unknown)" if t.bytes_unknown else ""))
+    text.append("\n")
     if t.top:
-        text.append(" · top: " + ", ".join(f"{printable(name)} {fmt_ns(ns)}" for name, _, ns in t.top[:3]))
+        text.append("top ", style="bold")
+        text.append(" · ".join(f"{printable(name)} {fmt_ns(ns)} ×{n:,}" for name, n, ns in t.top))
+    else:
+        text.append("no GPU work in the range", style="dim")
     return text
 
 

@@ -31,7 +31,7 @@ def test_diff_of_the_example_pair_at_80x24(terminal):
     assert any(line.startswith(" fused · high: all of the forward's kernels on both sides") for line in lines)
     assert any(line.startswith("A add_relu_…│╵0 ") for line in lines)
     assert any(line.startswith("B add_relu_…│╵0 ") for line in lines)
-    assert lines[-1].rstrip() == " d Sort by Δ  ? Help  / Search  i Not compared  q Quit          ▏ctrl+p palette"
+    assert lines[-1].rstrip() == " ? Help  / Search  d Sort by Δ  i Not compared  q Quit  ^p palette"
     assert all(len(line) <= 80 for line in lines) and len(lines) == 24
 
     t.keys("s")

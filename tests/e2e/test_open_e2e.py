@@ -24,7 +24,7 @@ def test_open_browse_filter_and_quit_at_80x24(terminal):
     assert screen[3] == "vectorized…UDAFunctor_add>[f32]       1   2.27µs   2.27µs  53.4% aten::add"
     assert screen[4] == "vectorized…h_clamp_scalar>[f32]       1   1.98µs   1.98µs  46.6% aten::clamp_min"
     assert "vectorized_elementwise_kernel<CUDAFunctor_add>[f32]" in "\n".join(screen)  # details title
-    assert screen[-1].startswith("? Help / Search v View g Group t Timeline q Quit")
+    assert screen[-1] == " ? Help  / Search  v View  g Group  t Timeline  b Back  q Quit  ^p palette"
 
     t.keys("v")
     screen = t.wait_for("Start▲")

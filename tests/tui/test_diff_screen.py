@@ -175,6 +175,9 @@ async def test_sort_by_delta_and_back():
         assert deltas == sorted(deltas, reverse=True) and table.sort_reverse
         await pilot.press("m")
         assert [table.cells(i)[1] for i in range(table.row_count())][:2] == ["same·high", "fused·high"]
+        await pilot.press("a")  # by name
+        names = [table.cells(i)[0] for i in range(table.row_count())]
+        assert names == sorted(names) and table.sort_column == "name" and table.cursor == 0
 
 
 async def test_help_lists_every_key():
@@ -245,7 +248,9 @@ async def test_search_filters_rows_n_walks_them_and_b_goes_back():
         first = table.current_match()
         await pilot.press("n")
         assert table.row_count() == 1 or table.current_match() != first
-        await pilot.press("b")
+        await pilot.press("N")
+        assert table.current_match() == first
+        await pilot.press("b", "b")
         assert table.current_match() == first
         await pilot.press("escape")
         assert table.row_count() == everything and names
@@ -308,3 +313,13 @@ def test_the_matched_table_switches_to_ms_once_a_row_reaches_10ms():
     assert [c.label for c in table.columns()][3:5] == ["GPU ms/call", "Δ ms"]
     first = table.cells(0)
     assert first[3] == f"{big['a_ns'].iat[0] / 1e6:,.3f} → {big['b_ns'].iat[0] / 1e6:,.3f}"
+
+
+async def test_sort_keys_work_from_a_focused_timeline():
+    async with opened(*pair("mlp_bf16")) as (app, pilot):
+        table = app.screen.query_one(MatchTable)
+        await pilot.press("tab")
+        assert app.focused.id == "timeline-a"
+        await pilot.press("d")
+        deltas = [float(table.cells(i)[4]) for i in range(table.row_count())]
+        assert table.sort_column == "delta" and deltas == sorted(deltas)

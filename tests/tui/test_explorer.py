@@ -286,3 +286,85 @@ async def test_the_icicle_follows_the_thread_that_launched_the_selection():
         await pilot.pause()
         icicle = [l for l in timeline.lanes if l.key.startswith("op:")]
         assert icicle[0].label == "autograd d0" and icicle[0].key.startswith(f"op:{autograd}:")
+
+
+async def test_cut_names_stay_apart_on_resnet_at_120x40():
+    """Twelve ResNet kernels once all read `sm90_xm…rnel__5x_cudnn` at 120x40."""
+    async with opened(shared_trace("resnet18_train_eager"), size=(120, 40)) as (app, pilot):
+        table = app.screen.query_one("#kernels")
+        drawn = []
+        for top in range(0, table.row_count(), table.visible_rows()):
+            table.scroll_to(y=top, animate=False, immediate=True)
+            await pilot.pause()
+            drawn += [line[:58].rstrip() for line in screen_text(table)[1:] if line.strip()]
+        names = list(dict.fromkeys(drawn))
+        assert len(drawn) >= table.row_count() == 61
+        assert len({n.split("  ")[0] for n in names}) == 61  # every kernel's drawn name differs
+
+
+async def test_keys_that_need_the_second_stage_wait_for_it():
+    """g and ] pressed while only the kernel table is there run once the rest has loaded."""
+    from kerneltui.tui.app import build_app
+    from kerneltui.tui.model import build_browse
+    from tests.tui.helpers import settle
+
+    gate = []
+
+    class SlowBrowse:  # holds stage 2 back until the keys are in
+        def __call__(self, kernels):
+            import time
+            while not gate:
+                time.sleep(0.01)
+            return build_browse(kernels)
+
+    import kerneltui.tui.app as app_module
+
+    original = app_module.build_browse
+    app_module.build_browse = SlowBrowse()
+    try:
+        app = build_app(str(gpt()))
+        async with app.run_test(size=(120, 40)) as pilot:
+            for _ in range(200):
+                await pilot.pause(0.02)
+                if isinstance(app.screen, BrowserScreen):
+                    break
+            screen = app.screen
+            assert screen.browse is None
+            await pilot.press("g", "right_square_bracket")
+            assert screen.query_state.grouping == "kernel"  # not yet: kept
+            gate.append(True)
+            await settle(app, pilot)
+            assert screen.query_state.grouping == "op" and screen.query_state.scope.iteration == 0
+    finally:
+        app_module.build_browse = original
+
+
+async def test_g_shows_the_top_of_the_new_grouping():
+    async with opened(gpt(), size=(120, 40)) as (app, pilot):
+        screen, table, _, _ = parts(app)
+        await pilot.press(*["down"] * 20, "g")
+        assert table.cursor == 0 and table.scroll_offset.y == 0
+        assert screen.answer.key_of(screen.selected) == table.current_key()
+
+
+async def test_the_range_line_says_launches_kernels_and_its_top_kernels():
+    trace = load_trace(gpt())
+    async with opened(gpt(), size=(120, 40)) as (app, pilot):
+        screen, _, _, timeline = parts(app)
+        await pilot.press("t", "m", "right", "right", "right", "right", "m")
+        start, end = timeline.range
+        origin = screen.kernels.origin
+        totals = range_totals(trace, start + origin, end + origin, None, compute_traffic(trace).table)
+        first, second = str(screen.query_one("#range").render()).splitlines()
+        assert f"{totals.launches} launches ({totals.kernels} kernel" in first
+        name, n, ns = totals.top[0]
+        assert second.startswith(f"top {name} {fmt_ns(ns)} ×{n}")
+
+
+async def test_a_trace_without_a_device_name_ends_its_header_cleanly():
+    from tests.conftest import external_trace
+
+    async with opened(external_trace("tracelens__inference__vllm_decode_full__graph_execution.json.gz"),
+                      size=(120, 40)) as (app, pilot):
+        header = str(app.screen.query_one("#header").render())
+        assert header.endswith("· 434 launches · 25 kernels · busy 10.72ms of 19.11ms (56.1%) · 1 call")

@@ -40,6 +40,10 @@ class DiffScreen(Screen):
         Binding("y", "copy", "Copy names", show=False, id="diff.copy",
                 tooltip="Copy the full names of the row's kernels (OSC 52: works over SSH and tmux)"),
         Binding("escape", "escape", "Leave the search / clear it", show=False, id="diff.escape"),
+        Binding("d", "sort('delta')", "Sort by Δ", id="diff.sort-delta"),
+        Binding("t", "sort('time')", "Sort by time", show=False, id="diff.sort-time"),
+        Binding("a", "sort('name')", "Sort by name", show=False, id="diff.sort-name"),
+        Binding("m", "sort('match')", "Sort by match", show=False, id="diff.sort-match"),
         Binding("s", "toggle_scale", "Switch scale", show=False, id="diff.scale"),
         Binding("c", "call(1)", "Next call", show=False, id="diff.next-call"),
         Binding("C", "call(-1)", "Previous call", show=False, id="diff.previous-call"),
@@ -68,7 +72,7 @@ class DiffScreen(Screen):
         yield MatchTable(d.matches, d.b.unit, id="matches")
         yield Static(id="match-detail")
         yield PairedTimelines(self.view, id="timelines")
-        yield KeysBar([*self.BINDINGS, *MatchTable.BINDINGS], id="keys")
+        yield KeysBar(self.BINDINGS, id="keys")
 
     def on_resize(self) -> None:
         # wide or tall: the sides also say device and how the calls were found; short: GPU and wall alone
@@ -215,13 +219,16 @@ class DiffScreen(Screen):
         return [
             ("Diff", [*self.BINDINGS, *self.app.BINDINGS,
                       Binding("ctrl+p", "command_palette", "Command palette: every action by name", id="palette")]),
-            ("Matched table", [*MatchTable.BINDINGS, *_table_moves()]),
+            ("Matched table", _table_moves()),
             ("Timelines (tab to focus; A and B move together)", Timeline.BINDINGS),
             ("Reading it", _legend()),
         ]
 
     def action_help(self) -> None:
         self.app.push_screen(HelpScreen(self.key_sections()))
+
+    def action_sort(self, key: str) -> None:
+        self.query_one(MatchTable).action_sort(key)
 
     def action_notes(self) -> None:
         """The whole verdict (short screens cut it to two lines) and what was not compared."""

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from textual.binding import Binding
 
 from kerneltui.diff_report import match_label, nbytes, num, side_rate
 from kerneltui.terminal_text import printable
@@ -24,12 +23,7 @@ KIND_RANK = {"same": 0, "replaced": 1, "fused": 2, "cast": 3, "only A": 4, "only
 class MatchTable(VirtualTable):
     """One row per match group of ``TraceDiff.matches``; the cursor marks its kernels on the timelines."""
 
-    BINDINGS = [
-        Binding("d", "sort('delta')", "Sort by Δ", id="diff.sort-delta"),
-        Binding("t", "sort('time')", "Sort by time", show=False, id="diff.sort-time"),
-        Binding("a", "sort('name')", "Sort by name", show=False, id="diff.sort-name"),
-        Binding("m", "sort('match')", "Sort by match", show=False, id="diff.sort-match"),
-    ]
+    # the sort keys are the screen's (DiffScreen.BINDINGS): they work with a timeline focused too
     empty_text = "no GPU work on either side"
 
     def __init__(self, matches: pd.DataFrame, unit: str = "call", **kwargs) -> None:

@@ -107,6 +107,7 @@ class BrowserScreen(BrowserKeys):
         self.apply_query()
         if self.selected is not None:
             self.select_launch(self.selected, source=None)
+        self.run_deferred()
 
     def on_resize(self) -> None:
         self.query_one("#header", Static).update(status.header(self.kernels, self.browse, self.size.width))
@@ -165,8 +166,9 @@ class BrowserScreen(BrowserKeys):
             found = answer(k, self.browse, q, self._caches)
             name_ok = names_matching(k.trace, q.pattern) if q.shown - DEFAULT_SHOWN else None
         except UserError as exc:
-            counts.update(Text(printable(str(exc)), style="bold red"))
-            counts.styles.max_width = "80%"  # a bad regex's message whole, not cut at half the bar
+            # a bad regex's message whole at 80 columns: the box keeps a few cells for what is being typed
+            counts.update(Text(printable(str(exc)).replace("bad filter regex ", "bad regex "), style="bold red"))
+            counts.styles.max_width = "90%"
             return False
         counts.styles.max_width = "60%"
         self.answer, self.keep, self.in_scope = found, found.keep, found.in_scope

@@ -25,6 +25,11 @@ from kerneltui.tui.widgets.launch_list import LaunchList
 from kerneltui.tui.widgets.table import VirtualTable
 from kerneltui.tui.widgets.timeline import Timeline
 
+# actions that need the second loading stage (timeline, search over ops, groups): pressed before it
+# arrives (or typed while the file was read), they run once it is there rather than being lost
+NEEDS_BROWSE = frozenset({"cycle_grouping", "scope", "whole", "jump", "mark", "next_match", "zoom", "pan",
+                          "zoom_selection", "timeline_size"})
+
 NOISE_KEYS = (("C", "memcpy"), ("S", "memset"), ("R", "runtime"), ("O", "cpu_op"), ("A", "annotation"), ("M", "memory"))
 
 
@@ -76,6 +81,21 @@ class BrowserKeys(Screen):
         Binding("q", "app.quit", "Quit", id="quit"),
     ]
 
+    def run_deferred(self) -> None:
+        """Run the actions pressed before the second stage, in order (set_browse calls it)."""
+        actions, self._deferred = getattr(self, "_deferred", []), []
+        for name, args in actions:
+            getattr(self, f"action_{name}")(*args)
+
+    def _defer(self, name: str, *args) -> bool:
+        """True (and kept for later) when the action needs the second stage and it is not there yet."""
+        if self.browse is not None or name not in NEEDS_BROWSE:
+            return False
+        if not hasattr(self, "_deferred"):
+            self._deferred = []
+        self._deferred.append((name, args))
+        return True
+
     def key_sections(self) -> list:
         timeline_keys = [b for b in Timeline.BINDINGS if b.key.split(",")[0] in ("left", "right", "up", "down", "enter")]
         return [
@@ -113,6 +133,8 @@ class BrowserKeys(Screen):
 
     def action_next_match(self, direction: int) -> None:
         """The next (previous) launch of the search's matches, else of the selected row, in time order."""
+        if self._defer("next_match", direction):
+            return
         if self.selected is None or self.selected < 0:
             hits = self.in_scope if self.in_scope is not None else None
             start = -1 if direction > 0 else len(self.kernels.key_codes)
@@ -145,8 +167,7 @@ class BrowserKeys(Screen):
         self.fit_layout()
 
     def action_cycle_grouping(self) -> None:
-        if self.browse is None:
-            self.notify("grouping is ready once the trace is linked", timeout=2)
+        if self._defer("cycle_grouping"):
             return
         choices = available_groupings(self.kernels.trace, self.browse.context)
         current = self.query_state.grouping
@@ -154,10 +175,13 @@ class BrowserKeys(Screen):
         if self._view() != "kernels":
             self.query_one(ContentSwitcher).current = "kernels"
             self.set_focus(self.query_one(KernelTable))
-        self.set_query(grouping=grouping)  # the selected launch stays selected; the table goes to its group
+        self.set_query(grouping=grouping)
+        self._current_table().move_cursor(0)  # the top of the new table, as after a sort; its first launch
 
     def action_scope(self, delta: int) -> None:
         """[ and ]: the tables' scope moves step by step; before the first step is the whole trace."""
+        if self._defer("scope", delta):
+            return
         if self.browse is None or not len(self.browse.step_spans[0]):
             self.notify("this trace has no steps", timeout=2)
             return
@@ -172,6 +196,8 @@ class BrowserKeys(Screen):
         self.scope_to(target)
 
     def action_whole(self) -> None:
+        if self._defer("whole"):
+            return
         timeline = self.query_one(Timeline)
         if getattr(timeline, "range", None) is not None:
             timeline.clear_range()
@@ -181,6 +207,8 @@ class BrowserKeys(Screen):
         timeline.fit()
 
     def action_jump(self) -> None:
+        if self._defer("jump"):
+            return
         self.remember()
         if self.focused is self.query_one(Timeline):
             self._show_in_launch_list()
@@ -195,6 +223,8 @@ class BrowserKeys(Screen):
         self.restore(place)
 
     def action_timeline_size(self) -> None:
+        if self._defer("timeline_size"):
+            return
         self.timeline_mode = MODES[(MODES.index(self.timeline_mode) + 1) % len(MODES)]
         if self.timeline_mode == "max":
             self.set_focus(self.query_one(Timeline))
@@ -203,6 +233,8 @@ class BrowserKeys(Screen):
         self.fit_layout()
 
     def action_mark(self) -> None:
+        if self._defer("mark"):
+            return
         timeline = self.query_one(Timeline)
         timeline.action_mark()
 
@@ -273,12 +305,18 @@ class BrowserKeys(Screen):
         self.set_query(shown=self.query_state.shown ^ {category})
 
     def action_zoom(self, factor: float) -> None:
+        if self._defer("zoom", factor):
+            return
         self.query_one(Timeline).zoom(factor)
 
     def action_pan(self, fraction: float) -> None:
+        if self._defer("pan", fraction):
+            return
         self.query_one(Timeline).pan(fraction)
 
     def action_zoom_selection(self) -> None:
+        if self._defer("zoom_selection"):
+            return
         self.query_one(Timeline).action_zoom_selection()
 
     # -- the range ---------------------------------------------------------------------------

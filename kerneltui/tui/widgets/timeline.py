@@ -573,7 +573,8 @@ class Timeline(Widget, can_focus=True):
         plot = self._plot_width()
         grid = Grid.of(self.window, plot)
         w0, w1 = self.window
-        axis_label = self.origin_label or f"span {fmt_ns(w1 - w0)}"
+        span = fmt_ns(w1 - w0)
+        axis_label = self.origin_label or (f"span {span}" if len(span) + 5 <= self.label_width else span)
         anchor = self._anchor[0] if self._anchor is not None else None
         shown_range = self._preview or self._range
         lines = [self._line(axis_label, ("timeline--axis",),
