@@ -256,8 +256,9 @@ def lanes_from_trace(trace: Trace, origin: int | None = None, op_depths: int = 8
     ids = np.arange(len(g), dtype=np.int64)
     key = g["key"].cat
     codes = key.codes.to_numpy()
-    full_names = g["full_name"].astype(str).to_numpy()
-    short_by_key = _first_per_code(codes, g["short"].astype(str).to_numpy(), len(key.categories))
+    # names through their categoricals: astype(str) would build a million strings
+    full_names = _NamesByCode(g["full_name"])
+    short_by_key = _first_per_code(codes, _NamesByCode(g["short"]), len(key.categories))
     full_by_key = _first_per_code(codes, full_names, len(key.categories))
     lanes = []
     ts, end = g["ts"].to_numpy() - origin, g["end"].to_numpy() - origin
@@ -352,12 +353,30 @@ def _copy_direction(kinds: np.ndarray, names: np.ndarray) -> str:
     return f"{directions.pop()} {host}".strip()
 
 
-def _first_per_code(codes: np.ndarray, values: np.ndarray, n: int) -> tuple[str, ...]:
+class _NamesByCode:
+    """A str column read lazily: ``names[rows]`` gives the strings of those rows only (categories when categorical)."""
+
+    def __init__(self, column: pd.Series):
+        if isinstance(column.dtype, pd.CategoricalDtype):
+            self.codes = column.cat.codes.to_numpy()
+            self.categories = np.array([str(c) for c in column.cat.categories] + [""], dtype=object)
+        else:
+            self.codes, self.categories = None, column.astype(str).to_numpy()
+
+    def __getitem__(self, rows):
+        if self.codes is None:
+            return self.categories[rows]
+        return self.categories[self.codes[rows]]  # code -1 (missing) reads the trailing ""
+
+
+def _first_per_code(codes: np.ndarray, values, n: int) -> tuple[str, ...]:
     out = [""] * n
-    first = pd.Series(np.arange(len(codes))).groupby(codes).first()
-    for code, at in first.items():
+    if not len(codes):
+        return tuple(out)
+    distinct, first = np.unique(codes, return_index=True)
+    for code, value in zip(distinct.tolist(), values[first]):
         if code >= 0:
-            out[int(code)] = printable(str(values[at]))
+            out[int(code)] = printable(str(value))
     return tuple(out)
 
 

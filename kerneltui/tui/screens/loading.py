@@ -26,7 +26,7 @@ class LoadingScreen(Screen):
     def compose(self) -> ComposeResult:
         with Center(), Vertical(id="loading-box"):
             yield Static(Text(f"Loading {printable(self.path)}", overflow="fold"), id="loading-title")
-            yield ProgressBar(total=100, show_eta=False, id="loading-bar")
+            yield ProgressBar(total=100, show_eta=True, id="loading-bar")  # time left, from the rate so far
             yield Static(Text("reading the file"), id="loading-stage")
         yield Footer()
 
