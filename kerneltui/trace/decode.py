@@ -1,13 +1,20 @@
 """Decode a slice of the traceEvents array straight into numpy columns.
 
 msgspec decodes each event into a small typed struct, skipping every field we
-do not name (most of a trace's bytes); the structs of one chunk are turned into
-columns at once and dropped, so no per-event Python object outlives its chunk.
+do not name (most of a trace's bytes); the structs are turned into columns a
+field at a time, each field read by one C-level pass (``map`` over an
+``attrgetter``, interned through a dict's ``__missing__``), and dropped, so no
+per-event Python object outlives its part of the chunk. A big chunk is decoded
+~1 MB at a time (``SUB_CHUNK``), while its structs are still in the CPU cache.
 """
 
 from __future__ import annotations
 
 import math
+import os
+from collections import Counter
+from itertools import compress
+from operator import attrgetter
 from typing import Annotated, NamedTuple
 
 import msgspec
@@ -75,6 +82,20 @@ _NO_ARGS = Args()
 
 
 _KEPT_PHASES = frozenset(("X", "i", "I"))
+_FLOW_PHASES = frozenset(("s", "f", "t"))
+_ASIDE_PHASES = frozenset(("M", "B", "E"))
+_NO_DIM3 = (-1, -1, -1)
+_CONCRETE_KEY = np.array([b"", b',"concrete":'], dtype=object)
+_STRIDES_KEY = np.array([b"", b',"strides":'], dtype=object)
+_COMBO = attrgetter("ph", "cat", "pid", "tid")
+(_NAME, _TS, _DUR, _ARGS) = map(attrgetter, ("name", "ts", "dur", "args"))
+(_EXTERNAL_ID, _CORRELATION, _NBYTES, _OCCUPANCY, _GRID, _BLOCK, _ALLOC_BYTES, _CBID) = map(
+    attrgetter, ("external_id", "correlation", "nbytes", "occupancy", "grid", "block", "alloc_bytes", "cbid")
+)
+(_PYTHON_ID, _PYTHON_PARENT, _SEQUENCE, _KERNEL_HASH) = map(
+    attrgetter, ("python_id", "python_parent", "sequence", "kernel_hash")
+)
+(_INPUT_DIMS, _INPUT_TYPE, _CONCRETE, _STRIDES) = map(attrgetter, ("input_dims", "input_type", "concrete", "strides"))
 OLD_EXTERNAL_ID = b'"external id"'  # torch < 1.13 spelled it so
 
 
@@ -177,15 +198,32 @@ def events_from_items(items: list, losses: Losses) -> list[Event]:
     return events
 
 
+class _Codes(dict):
+    """value -> code; a value not seen before gets the next code (dict order: first seen first)."""
+
+    def __missing__(self, value):
+        code = self[value] = len(self)
+        return code
+
+
 class Interner:
-    """Strings to dense int codes, shared across chunks."""
+    """Strings to dense int codes, shared across chunks (in order of first appearance)."""
 
     def __init__(self) -> None:
-        self.codes: dict = {}
+        self.codes: dict = _Codes()
 
-    def codes_of(self, values) -> np.ndarray:
-        table = self.codes
-        return np.fromiter((table.setdefault(v, len(table)) for v in values), dtype=np.int32)
+    def codes_of(self, values, count: int | None = None) -> np.ndarray:
+        """Codes of ``values`` (a list, or an iterable of ``count`` values); one dict lookup each, in C."""
+        if count is None:
+            if not isinstance(values, list):
+                values = list(values)
+            count = len(values)
+        return np.fromiter(map(self.codes.__getitem__, values), np.int32, count)
+
+    def truncate(self, size: int) -> None:
+        """Forget the values added since the table held ``size`` (the last ones added)."""
+        while len(self.codes) > size:
+            self.codes.popitem()
 
     def values(self) -> list:
         return list(self.codes)
@@ -197,13 +235,21 @@ def us_to_ns(us: np.ndarray) -> np.ndarray:
     return whole.astype(np.int64) * 1000 + np.rint((us - whole) * 1000).astype(np.int64)
 
 
+class _ComboInfo(NamedTuple):
+    kept: np.ndarray
+    kind: np.ndarray
+    flow: np.ndarray
+    aside: np.ndarray
+
+
 class ChunkDecoder:
     """Turns chunks of event JSON into column dicts; remembers metadata events aside."""
 
     def __init__(self) -> None:
         self.names = Interner()
         self.lanes = Interner()
-        self.categories = Interner()
+        self.combos = Interner()  # (ph, cat, pid, tid) of every event
+        self._info: _ComboInfo | None = None
         self.metadata: list[tuple[str, object, object, str, str, int]] = []
         self.flow_events = 0
         self.shape_parts: list[bytes] = []
@@ -212,7 +258,74 @@ class ChunkDecoder:
         self.begin_end: list[Event] = []  # B/E halves, paired once all are read
 
     def decode(self, array_json, separator: bytes | None = None) -> dict[str, np.ndarray]:
+        if separator is not None and len(array_json) > 2 * SUB_CHUNK:
+            cols = self._decode_in_parts(array_json, separator)
+            if cols is not None:
+                return cols
         return self.columns(decode_events(array_json, self.losses, separator))
+
+    def columns(self, events: list[Event]) -> dict[str, np.ndarray]:
+        hashes: list[str] = []
+        return self._intern_hashes(self._columns(events, hashes), hashes)
+
+    def _decode_in_parts(self, array_json, separator: bytes) -> dict[str, np.ndarray] | None:
+        """A chunk decoded ~SUB_CHUNK bytes at a time, each part's columns built while its
+        events are still in the CPU's cache (about 1.5x faster than the whole chunk at once).
+
+        Each part is ``[`` + the text between two event starts + ``]``; joined back with the
+        commas between them they are the chunk, so when every part decodes (typed, non-empty)
+        the events are exactly the chunk's. Otherwise (damage, foreign types) nothing is kept
+        and None is returned: the caller decodes the whole chunk as before.
+        """
+        text = array_json if isinstance(array_json, bytes) else bytes(array_json)
+        if OLD_EXTERNAL_ID in text:
+            return None
+        bounds = _part_bounds(text, separator)
+        if bounds is None:
+            return None
+        saved = self._state()
+        hashes: list[str] = []
+        parts = []
+        view = memoryview(text)
+        try:
+            for start, end in bounds:
+                events = EVENTS.decode(b"".join((b"[", view[start:end], b"]")))
+                if not events:
+                    raise ValueError("an empty part")
+                parts.append(self._columns(events, hashes))
+                del events
+        except (msgspec.ValidationError, msgspec.DecodeError, RecursionError, ValueError):
+            self._restore(saved)
+            return None
+        cols = {name: np.concatenate([c[name] for c in parts]) for name in parts[0]}
+        return self._intern_hashes(cols, hashes)
+
+    def _state(self) -> tuple:
+        return (
+            len(self.names.codes), len(self.lanes.codes), len(self.metadata),
+            self.flow_events, len(self.shape_parts), self.shape_offset, len(self.begin_end),
+            Counter(self.losses.events), Counter(self.losses.fields),
+        )
+
+    def _restore(self, state: tuple) -> None:
+        names, lanes, metadata, flows, shape_parts, shape_offset, begin_end, events, fields = state
+        self.names.truncate(names)
+        self.lanes.truncate(lanes)
+        del self.metadata[metadata:]
+        self.flow_events = flows
+        del self.shape_parts[shape_parts:]
+        self.shape_offset = shape_offset
+        del self.begin_end[begin_end:]
+        self.losses.events = events
+        self.losses.fields = fields
+
+    def _intern_hashes(self, cols: dict[str, np.ndarray], hashes: list[str]) -> dict[str, np.ndarray]:
+        """Inductor's kernel hashes, interned after the names of the chunk's events (as always)."""
+        if hashes:
+            column = cols["kernel_hash"]
+            hashed = column >= 0
+            column[hashed] = self.names.codes_of(hashes)[column[hashed]]
+        return cols
 
     def merge(self, part: Partial) -> dict[str, np.ndarray]:
         """Columns decoded by another process, their codes mapped onto this decoder's tables."""
@@ -233,108 +346,167 @@ class ChunkDecoder:
         return cols
 
 
-    def columns(self, events: list[Event]) -> dict[str, np.ndarray]:
-        keep = [e for e in events if e.ph in _KEPT_PHASES]
-        keep = self._timed(keep)
-        if len(keep) < len(events):  # metadata and flow events: few, kept aside
-            for e in events:
-                if e.ph == "M":
-                    a = e.args or _NO_ARGS
-                    self.metadata.append((e.name, e.pid, e.tid, a.name, a.labels, a.sort_index))
-                elif e.ph in ("s", "f", "t"):
-                    self.flow_events += 1
-                elif e.ph in ("B", "E"):
-                    self.begin_end.append(e)
+    def _columns(self, events: list[Event], hashes: list[str]) -> dict[str, np.ndarray]:
+        """Columns of ``events``; kernel_hash holds indices into ``hashes`` (appended to) for
+        ``_intern_hashes`` to turn into name codes once the chunk's names are all interned."""
+        # Per field, one C-level pass (map over an attrgetter) instead of a Python loop per event;
+        # ph, cat, pid and tid in one pass, coded together (a trace has few distinct such tuples).
+        combo = self.combos.codes_of(map(_COMBO, events), len(events))
+        info = self._combo_info()
+        kept = info.kept[combo]
+        if kept.all():
+            keep = events
+        else:  # metadata and flow events: few, kept aside
+            keep = list(compress(events, kept.tolist()))
+            self._aside(list(compress(events, (~kept).tolist())), combo[~kept], info)
+            combo = combo[kept]
+        keep, ts, dur, good = self._timed(keep)
+        if good is not None:
+            combo = combo[good]
         n = len(keep)
         cols: dict[str, np.ndarray] = {}
-        cols["kind"] = self._kinds(keep)
-        cols["name"] = self.names.codes_of(e.name for e in keep)
-        cols["lane"] = self.lanes.codes_of((e.pid, e.tid) for e in keep)
-        cols["ts"] = us_to_ns(np.fromiter((e.ts for e in keep), np.float64, n))
-        cols["dur"] = us_to_ns(np.fromiter((e.dur for e in keep), np.float64, n))
-        args = [e.args or _NO_ARGS for e in keep]
-        cols["external_id"] = np.fromiter((a.external_id for a in args), np.int64, n)
-        cols["correlation"] = np.fromiter((a.correlation for a in args), np.int64, n)
-        kind = cols["kind"]
+        cols["kind"] = kind = info.kind[combo]
+        cols["lane"] = self._lanes_of(combo)
+        cols["name"] = self.names.codes_of(list(map(_NAME, keep)))
+        cols["ts"] = us_to_ns(ts)
+        cols["dur"] = us_to_ns(dur)
+        args = list(map(_ARGS, keep))
+        if None in args:
+            args = [_NO_ARGS if a is None else a for a in args]
+        cols["external_id"] = np.fromiter(map(_EXTERNAL_ID, args), np.int64, n)
+        cols["correlation"] = np.fromiter(map(_CORRELATION, args), np.int64, n)
         # The remaining fields exist on a few kinds only: read them for those rows alone.
         gpu = np.flatnonzero(kind <= Kind.MEMSET)
-        gpu_args = [args[i] for i in gpu]
-        _fill(cols, n, gpu, gpu_args, GPU_FIELDS)
+        gpu_args = _rows_of(args, gpu)
+        for name in GPU_FIELDS:
+            _fill_values(cols, n, name, gpu, map(attrgetter(name), gpu_args))
+        _fill_values(cols, n, "bytes", gpu, map(_NBYTES, gpu_args))
         cols["occupancy"] = np.full(n, np.nan, np.float32)
-        occupancy = np.fromiter((a.occupancy for a in gpu_args), np.float64, len(gpu))
+        occupancy = np.fromiter(map(_OCCUPANCY, gpu_args), np.float64, len(gpu))
         # a percentage: anything outside [0, 100] (1e308 included, which float32 cannot hold) is unknown
         cols["occupancy"][gpu] = np.where((occupancy >= 0) & (occupancy <= 100), occupancy, np.nan)
-        for axis, i in (("x", 0), ("y", 1), ("z", 2)):
-            _fill_values(cols, n, f"grid_{axis}", gpu, (a.grid[i] if a.grid else -1 for a in gpu_args))
-            _fill_values(cols, n, f"block_{axis}", gpu, (a.block[i] if a.block else -1 for a in gpu_args))
+        for field_name, getter in (("grid", _GRID), ("block", _BLOCK)):
+            dims = _dim3(list(map(getter, gpu_args)))
+            for i, axis in enumerate("xyz"):
+                _fill_values(cols, n, f"{field_name}_{axis}", gpu, dims[:, i])
         memory = np.flatnonzero(kind == Kind.MEMORY)
-        _fill_values(cols, n, "bytes", memory, (args[i].alloc_bytes for i in memory))
+        _fill_values(cols, n, "bytes", memory, map(_ALLOC_BYTES, _rows_of(args, memory)))
         launch = np.flatnonzero((kind == Kind.RUNTIME) | (kind == Kind.DRIVER))
-        _fill_values(cols, n, "cbid", launch, (args[i].cbid for i in launch))
+        _fill_values(cols, n, "cbid", launch, map(_CBID, _rows_of(args, launch)))
         python = np.flatnonzero(kind == Kind.PYTHON)
-        _fill_values(cols, n, "python_id", python, (_id(args[i].python_id) for i in python))
-        _fill_values(cols, n, "python_parent", python, (_id(args[i].python_parent) for i in python))
+        python_args = _rows_of(args, python)
+        _fill_values(cols, n, "python_id", python, _ids(list(map(_PYTHON_ID, python_args))))
+        _fill_values(cols, n, "python_parent", python, _ids(list(map(_PYTHON_PARENT, python_args))))
         ops = np.flatnonzero(kind == Kind.CPU_OP)
-        op_args = [args[i] for i in ops]
-        _fill_values(cols, n, "sequence", ops, (a.sequence for a in op_args))
-        hashed = [(i, a.kernel_hash) for i, a in zip(ops, op_args) if a.kernel_hash]
-        _fill_values(cols, n, "kernel_hash", [i for i, _ in hashed], self.names.codes_of(h for _, h in hashed))
+        op_args = _rows_of(args, ops)
+        _fill_values(cols, n, "sequence", ops, map(_SEQUENCE, op_args))
+        op_hashes = list(map(_KERNEL_HASH, op_args))
+        hashed = np.flatnonzero(np.fromiter(map(bool, op_hashes), bool, len(op_hashes)))
+        _fill_values(cols, n, "kernel_hash", ops[hashed], np.arange(len(hashes), len(hashes) + len(hashed)))
+        hashes.extend(_rows_of(op_hashes, hashed))
         self._shapes(ops, op_args, cols, n)
         return cols
 
-    def _timed(self, events: list[Event]) -> list[Event]:
-        """Events whose ts and dur fit int64 ns; a bad dur is a field lost, a bad ts the event."""
+    def _aside(self, others: list[Event], combo: np.ndarray, info: _ComboInfo) -> None:
+        """Metadata, flow and B/E events, in file order."""
+        self.flow_events += int(info.flow[combo].sum())
+        for e in compress(others, info.aside[combo].tolist()):
+            if e.ph == "M":
+                a = e.args or _NO_ARGS
+                self.metadata.append((e.name, e.pid, e.tid, a.name, a.labels, a.sort_index))
+            else:
+                self.begin_end.append(e)
+
+    def _combo_info(self) -> _ComboInfo:
+        """Per (ph, cat, pid, tid) code: kept? its kind, flow? aside? (rebuilt as codes are added)."""
+        table = self.combos.codes
+        if self._info is None or len(self._info.kind) != len(table):
+            keys = list(table)
+            self._info = _ComboInfo(
+                kept=np.array([k[0] in _KEPT_PHASES for k in keys], bool),
+                kind=np.array([kind_of(k[0] == "X", k[1]) if k[0] in _KEPT_PHASES else 0 for k in keys], np.int8),
+                flow=np.array([k[0] in _FLOW_PHASES for k in keys], bool),
+                aside=np.array([k[0] in _ASIDE_PHASES for k in keys], bool),
+            )
+        return self._info
+
+    def _lanes_of(self, combo: np.ndarray) -> np.ndarray:
+        """Lane codes of the events' (pid, tid), interned in order of first appearance."""
+        distinct, first, local = np.unique(combo, return_index=True, return_inverse=True)
+        order = np.argsort(first, kind="stable")
+        keys = list(self.combos.codes)
+        codes = np.empty(len(distinct), np.int32)
+        codes[order] = self.lanes.codes_of([keys[c][2:] for c in distinct[order].tolist()])
+        return codes[local.reshape(-1)]
+
+    def _timed(self, events: list[Event]) -> tuple[list[Event], np.ndarray, np.ndarray, np.ndarray | None]:
+        """Events whose ts and dur fit int64 ns, with their ts and dur (µs) and which of the
+        events they are (None: all); a bad dur is a field lost (read as 0), a bad ts the event."""
         n = len(events)
-        ts = np.fromiter((e.ts for e in events), np.float64, n)
-        dur = np.fromiter((e.dur for e in events), np.float64, n)
+        ts = np.fromiter(map(_TS, events), np.float64, n)
+        dur = np.fromiter(map(_DUR, events), np.float64, n)
         bad_ts = ~(np.abs(ts) <= MAX_US)  # NaN included
         bad_dur = ~((dur >= 0) & (dur <= MAX_US))
         if bad_dur.any():
             self.losses.fields["dur"] += int(bad_dur.sum())
             for i in np.flatnonzero(bad_dur):
                 events[i].dur = 0.0
+            dur[bad_dur] = 0.0
         if bad_ts.any():
             self.losses.events[repair.BAD_TIME] += int(bad_ts.sum())
-            events = [e for e, bad in zip(events, bad_ts) if not bad]
-        return events
+            good = ~bad_ts
+            events = list(compress(events, good.tolist()))
+            return events, ts[good], dur[good], good
+        return events, ts, dur, None
 
-    def _kinds(self, events: list[Event]) -> np.ndarray:
-        n = len(events)
-        category = self.categories.codes_of(e.cat for e in events)
-        complete = np.fromiter((e.ph == "X" for e in events), bool, n)
-        table = self.categories.values()
-        as_complete = np.array([kind_of(True, c) for c in table], np.int8)
-        as_instant = np.array([kind_of(False, c) for c in table], np.int8)
-        return np.where(complete, as_complete[category], as_instant[category]).astype(np.int8)
+    def _shapes(self, rows: np.ndarray, args: list[Args], cols: dict, n: int) -> None:
+        """record_shapes JSON of each op, kept as spans into one blob, parsed only on demand.
 
-    def _shapes(self, rows, args: list[Args], cols: dict, n: int) -> None:
-        """record_shapes JSON of each op, kept as spans into one blob, parsed only on demand."""
+        Each op's text is ``{"dims":D,"types":T[,"concrete":C][,"strides":S]}``, T ``[]`` when
+        absent; the texts of a chunk are joined at once and their spans computed with numpy."""
         at = np.full(n, -1, np.int64)
         length = np.zeros(n, np.int32)
-        for i, a in zip(rows, args):
-            if a.input_dims is not _NO_RAW:
-                part = b'{"dims":%s,"types":%s' % (bytes(a.input_dims), bytes(a.input_type) or b"[]")
-                if a.concrete is not _NO_RAW:
-                    part += b',"concrete":' + bytes(a.concrete)
-                if a.strides is not _NO_RAW:
-                    part += b',"strides":' + bytes(a.strides)
-                part += b"}"
-                at[i] = self.shape_offset
-                length[i] = len(part)
-                self.shape_parts.append(part)
-                self.shape_offset += len(part)
         cols["shapes_at"] = at
         cols["shapes_len"] = length
+        dims_len = np.fromiter(map(len, map(_INPUT_DIMS, args)), np.int64, len(args))
+        have = np.flatnonzero(dims_len)  # a Raw read from JSON is never empty: empty is absent
+        k = len(have)
+        if not k:
+            return
+        shaped = _rows_of(args, have)
+        types = list(map(_INPUT_TYPE, shaped))
+        concrete = list(map(_CONCRETE, shaped))
+        strides = list(map(_STRIDES, shaped))
+        types_len = np.fromiter(map(len, types), np.int64, k)
+        concrete_len = np.fromiter(map(len, concrete), np.int64, k)
+        strides_len = np.fromiter(map(len, strides), np.int64, k)
+        if not types_len.all():
+            for i in np.flatnonzero(types_len == 0).tolist():
+                types[i] = b"[]"
+            types_len[types_len == 0] = 2
+        parts: list = [b'{"dims":'] * (9 * k)
+        parts[1::9] = map(_INPUT_DIMS, shaped)
+        parts[2::9] = [b',"types":'] * k
+        parts[3::9] = types
+        parts[4::9] = _CONCRETE_KEY[(concrete_len > 0).view(np.int8)].tolist()
+        parts[5::9] = concrete
+        parts[6::9] = _STRIDES_KEY[(strides_len > 0).view(np.int8)].tolist()
+        parts[7::9] = strides
+        parts[8::9] = [b"}"] * k
+        sizes = (
+            dims_len[have] + types_len + (8 + 9 + 1)
+            + np.where(concrete_len > 0, concrete_len + 12, 0)
+            + np.where(strides_len > 0, strides_len + 11, 0)
+        )
+        ends = np.cumsum(sizes)
+        blob = b"".join(parts)
+        at[rows[have]] = self.shape_offset + ends - sizes
+        length[rows[have]] = sizes
+        self.shape_parts.append(blob)
+        self.shape_offset += len(blob)
 
 
 GPU_FIELDS = ("device", "stream", "registers", "shared_memory")
-
-
-def _fill(cols: dict, n: int, rows, args: list[Args], fields: tuple[str, ...]) -> None:
-    for name in fields:
-        _fill_values(cols, n, name, rows, (getattr(a, name) for a in args))
-    cols["bytes"] = np.full(n, -1, np.int64)
-    cols["bytes"][rows] = np.fromiter((a.nbytes for a in args), np.int64, len(args))
 
 
 def _fill_values(cols: dict, n: int, name: str, rows, values) -> None:
@@ -342,17 +514,56 @@ def _fill_values(cols: dict, n: int, name: str, rows, values) -> None:
     column = cols.get(name)
     if column is None:
         column = cols[name] = np.full(n, -1, EVENT_COLUMNS[name])
-    column[rows] = np.fromiter(values, EVENT_COLUMNS[name], len(rows))
+    if not isinstance(values, np.ndarray):
+        values = np.fromiter(values, EVENT_COLUMNS[name], len(rows))
+    column[rows] = values
 
 
-def _id(value: int | None) -> int:
-    return -1 if value is None else value
+def _rows_of(items: list, rows: np.ndarray) -> list:
+    return list(map(items.__getitem__, rows.tolist()))
+
+
+def _dim3(values: list) -> np.ndarray:
+    """grid/block tuples (None: absent) -> a (k, 3) array, -1 where absent."""
+    if None in values:
+        values = [_NO_DIM3 if v is None else v for v in values]
+    return np.array(values, np.int64).reshape(len(values), 3)
+
+
+def _ids(values: list) -> list:
+    return [-1 if v is None else v for v in values] if None in values else values
 
 
 def kind_of(ph_is_complete: bool, category: str) -> int:
     if not ph_is_complete:
         return Kind.MEMORY if category == "cpu_instant_event" else Kind.INSTANT
     return int(KIND_BY_CATEGORY.get(category.lower(), Kind.OTHER))
+
+
+SUB_CHUNK = 1 << 20  # bytes of events decoded at a time: their objects stay in the CPU cache
+
+
+def _part_bounds(text: bytes, separator: bytes) -> list[tuple[int, int]] | None:
+    """Spans of ~SUB_CHUNK bytes of the array ``[...]``, each from an event start to just before
+    the comma ending the event before the next; None if the text is not shaped so."""
+    n = len(text)
+    if text[:1] != b"[" or text[-1:] != b"]":
+        return None
+    bounds = []
+    start = 1
+    while start + 2 * SUB_CHUNK < n:
+        event = text.find(separator, start + SUB_CHUNK, n - 1)
+        if event < 0:
+            break
+        comma = event - 1
+        while comma > start and text[comma] in b" \t\r\n":
+            comma -= 1
+        if text[comma] != ord(","):
+            return None
+        bounds.append((start, comma))
+        start = event
+    bounds.append((start, n - 1))
+    return bounds
 
 
 # |ts| and dur in µs that stay exact in float64 and fit int64 ns with room to add them.
@@ -370,6 +581,21 @@ class Partial(NamedTuple):
     shapes: bytes
     losses: Losses
     begin_end: list
+
+
+class FileChanged(Exception):
+    """The file a worker was sent to read is not the one the loader opened (or is shorter now)."""
+
+
+def decode_range(path: str, identity: tuple, offset: int, length: int, separator: bytes) -> Partial:
+    """Decode the events array ``[`` + the file's bytes at ``offset`` + ``]`` (runs in a worker
+    process, which reads those bytes itself: the loader sends where they are, not the bytes)."""
+    with open(path, "rb") as f:
+        st = os.fstat(f.fileno())
+        body = os.pread(f.fileno(), length, offset)
+    if (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns) != identity or len(body) != length:
+        raise FileChanged(path)
+    return decode_alone(b"".join((b"[", body, b"]")), separator)
 
 
 def decode_alone(array_json: bytes, separator: bytes | None = None) -> Partial:

@@ -23,7 +23,7 @@ from kerneltui.errors import TraceError
 from kerneltui.trace.blocks import BlockStream
 from kerneltui.trace import repair
 from kerneltui.trace.begin_end import pair_begin_end
-from kerneltui.trace.decode import _ONE_EVENT, ChunkDecoder, events_from_items, events_from_pieces
+from kerneltui.trace.decode import _ONE_EVENT, ChunkDecoder, FileChanged, events_from_items, events_from_pieces
 from kerneltui.trace.repair import Losses
 from kerneltui.trace.pool import ChunkPool
 from kerneltui.trace.meta import trace_meta
@@ -74,6 +74,7 @@ class _EventReader:
         self.chunks: list[dict[str, np.ndarray]] = []
         self.pool = ChunkPool.for_stream(stream)
         self.separator: bytes | None = None
+        self.identity: tuple = ()  # the file as opened: workers check they read the same one
 
     def read(self) -> RawTrace:
         blocks = iter(self.stream)
@@ -93,7 +94,10 @@ class _EventReader:
             return self._whole(self._bounded(head, blocks, WHOLE_LIMIT, "not one event per line"))
         start, self.separator = located
         header = head[:start]
-        truncated, tail = self._events(head[start + 1 :], blocks)
+        try:
+            truncated, tail = self._events(head[start + 1 :], blocks, self._file_offset(start + 1))
+        except FileChanged:
+            raise TraceError(f"{self.stream.path} changed while it was being read: load it again") from None
         truncated = truncated or self.stream.cut_short
         top, whole = _parse_top(header, tail)
         return self._finish(top, truncated, end_damaged=not whole and not truncated)
@@ -123,9 +127,26 @@ class _EventReader:
             return start, None
         return start, b"\n" + indent + b"{"
 
-    def _events(self, rest: bytes, blocks: Iterable[bytes]) -> tuple[bool, bytes]:
-        """Decode chunk by chunk; returns (cut off?, bytes after the array)."""
+    def _file_offset(self, at: int) -> int | None:
+        """``at`` (an index into the bytes read so far) as an offset into the file, when worker
+        processes can read the file's chunks themselves: a plain file, and workers in use."""
+        if self.pool is None or self.stream.compressed:
+            return None
+        try:
+            st = os.stat(self.stream.path)
+        except OSError:
+            return None
+        self.identity = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+        return at
+
+    def _events(self, rest: bytes, blocks: Iterable[bytes], rest_at: int | None = None) -> tuple[bool, bytes]:
+        """Decode chunk by chunk; returns (cut off?, bytes after the array).
+
+        ``rest_at``: the file offset of ``rest``, when the workers read their chunks from the
+        file (sending a worker where its chunk lies instead of the chunk saves a copy of every
+        byte through a pipe, done by this process while the workers wait)."""
         separator = self.separator
+        pending_at = rest_at  # file offset of buffer[1:]
         # The array's "]" starts a line indented no deeper than the events: inside an
         # event, lines are deeper (pretty-printed) or there are none (one event a line).
         array_end = re.compile(rb"\n[ \t]{0,%d}\]" % (len(separator) - 2))
@@ -150,12 +171,17 @@ class _EventReader:
             comma = cut - 1
             while comma > 0 and buffer[comma] in _WS:
                 comma -= 1
-            if buffer[comma] == ord(","):
+            if buffer[comma] == ord(",") and pending_at is not None and self.pool is not None:
+                # the chunk "[" + buffer[1:comma] + "]", read from the file by the worker
+                self.pool.submit_range(str(self.stream.path), self.identity, pending_at, comma - 1, separator)
+            elif buffer[comma] == ord(","):
                 buffer[comma] = ord("]")
                 self._decode_array(memoryview(buffer)[: comma + 1])
             else:
                 self._decode(bytes(buffer[1:cut]))
             pending = bytes(buffer[cut:])
+            if pending_at is not None:
+                pending_at += cut - 1
         self._drain()
         # Cut off mid-write: keep every complete event; the last one is whole only by luck.
         pieces = repair.split_events(pending, separator)

@@ -16,7 +16,7 @@ from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 
-from kerneltui.trace.decode import Partial, decode_alone
+from kerneltui.trace.decode import Partial, decode_alone, decode_range
 
 PARALLEL_FROM_BYTES = 96 << 20  # below this (uncompressed) one process is faster
 GZIP_RATIO_GUESS = 12  # Kineto JSON inflates about 15x; guess low
@@ -66,6 +66,12 @@ class ChunkPool:
         if len(self.pending) >= self.in_flight:  # bound memory: wait for the oldest
             self.done.append(self.pending.popleft().result())
         self.pending.append(self.executor.submit(decode_alone, array_json, separator))
+
+    def submit_range(self, path: str, identity: tuple, offset: int, length: int, separator: bytes) -> None:
+        """The chunk ``[`` + the file's ``length`` bytes at ``offset`` + ``]``, read by the worker."""
+        if len(self.pending) >= self.in_flight:
+            self.done.append(self.pending.popleft().result())
+        self.pending.append(self.executor.submit(decode_range, path, identity, offset, length, separator))
 
     def results(self) -> Iterator[Partial]:
         yield from self.done
