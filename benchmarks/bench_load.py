@@ -3,8 +3,12 @@
 Generates traces of about 100 MB, 500 MB and 1 GB by replicating a real one
 (benchmarks/make_large_trace.py), plain and gzipped, then times in fresh
 processes, one measurement each:
-  - kerneltui: load_trace() + summarize() (the summary computable), peak RSS;
-  - orjson:    orjson.loads(open(f, 'rb').read()) on the plain file, peak RSS.
+  - kerneltui cold:  load_trace() + summarize() (the summary computable), cache off, peak RSS;
+  - kerneltui first: the same with the column cache on and empty (cold, plus writing the entry);
+  - kerneltui warm:  the same again in a fresh process, served from the cache (and load_trace() alone);
+  - orjson:          orjson.loads(open(f, 'rb').read()) on the plain file, peak RSS.
+Ratios are orjson's seconds over ours (above 1: faster than orjson.loads). The cache lives in
+a temporary XDG_CACHE_HOME, removed afterwards.
 
     python benchmarks/bench_load.py [--sizes 100,500,1000] [--source TRACE]
 """
@@ -13,14 +17,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 DATA = HERE / "data"
-DEFAULT_SOURCE = ROOT.parent / "shared" / "traces" / "gpt_train_eager.json.gz"
+DEFAULT_SOURCE = ROOT / "tests" / "data" / "traces" / "gpt_train_eager.json.gz"
 
 ENGINE = """
 import json, resource, sys, time
@@ -28,9 +35,10 @@ from kerneltui.trace import load_trace
 from kerneltui.trace.summary import summarize
 t0 = time.perf_counter()  # imports excluded, as for orjson
 trace = load_trace(sys.argv[1])
+loaded = time.perf_counter() - t0
 s = summarize(trace)
 seconds = time.perf_counter() - t0
-print(json.dumps({"seconds": seconds, "peak": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+print(json.dumps({"seconds": seconds, "load": loaded, "peak": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
                   "events": len(trace.events), "gpu": s.launches}))
 """
 
@@ -45,8 +53,9 @@ print(json.dumps({"seconds": seconds, "peak": resource.getrusage(resource.RUSAGE
 """
 
 
-def measure(code: str, path: Path) -> dict:
-    out = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, cwd=ROOT, check=True)
+def measure(code: str, path: Path, **env: str) -> dict:
+    out = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, cwd=ROOT, check=True,
+                         env={**os.environ, **env})
     return json.loads(out.stdout)
 
 
@@ -64,19 +73,32 @@ def main() -> None:
     parser.add_argument("--sizes", default="100,500,1000", help="target sizes in MB")
     parser.add_argument("--source", type=Path, default=DEFAULT_SOURCE)
     args = parser.parse_args()
-    print(f"{'file':<32} {'MB':>6} {'events':>9} {'orjson s':>9} {'ready s':>8} {'ratio':>6}"
-          f" {'orjson peak':>11} {'peak':>7} {'peak/file':>9}")
+    cache_home = tempfile.mkdtemp(prefix="kerneltui-bench-cache-")
+    try:
+        table(args, cache_home)
+    finally:
+        shutil.rmtree(cache_home, ignore_errors=True)
+
+
+def table(args, cache_home: str) -> None:
+    print(f"{'file':<28} {'MB':>5} {'events':>9} {'orjson s':>8} {'cold s':>7} {'ratio':>6} {'first s':>7}"
+          f" {'warm s':>7} {'ratio':>6} {'load s':>6} {'entry MB':>8} {'cold peak':>9} {'warm peak':>9}")
     for mb in (int(x) for x in args.sizes.split(",")):
         plain = ensure(args.source, mb, gz=False)
         packed = ensure(args.source, mb, gz=True)
         baseline = measure(ORJSON, plain)
-        plain_size = plain.stat().st_size
         for path in (plain, packed):
-            ours = measure(ENGINE, path)
+            cold = measure(ENGINE, path, KERNELTUI_CACHE="0")
+            first = measure(ENGINE, path, KERNELTUI_CACHE="1", XDG_CACHE_HOME=cache_home)
+            warm = measure(ENGINE, path, KERNELTUI_CACHE="1", XDG_CACHE_HOME=cache_home)
+            entry = sum(p.stat().st_size for p in Path(cache_home, "kerneltui").glob("*.arrow"))
+            shutil.rmtree(Path(cache_home, "kerneltui"), ignore_errors=True)
+            o = baseline["seconds"]
             print(
-                f"{path.name:<32} {path.stat().st_size / 1e6:>6.0f} {ours['events']:>9,} {baseline['seconds']:>9.2f}"
-                f" {ours['seconds']:>8.2f} {baseline['seconds'] / ours['seconds']:>5.1f}x"
-                f" {baseline['peak'] / 1e9:>9.2f}GB {ours['peak'] / 1e9:>5.2f}GB {ours['peak'] / plain_size:>8.2f}x",
+                f"{path.name:<28} {path.stat().st_size / 1e6:>5.0f} {cold['events']:>9,} {o:>8.2f}"
+                f" {cold['seconds']:>7.2f} {o / cold['seconds']:>5.1f}x {first['seconds']:>7.2f}"
+                f" {warm['seconds']:>7.2f} {o / warm['seconds']:>5.1f}x {warm['load']:>6.2f} {entry / 1e6:>8.0f}"
+                f" {cold['peak'] / 1e9:>7.2f}GB {warm['peak'] / 1e9:>7.2f}GB",
                 flush=True,
             )
 

@@ -83,6 +83,7 @@ def _worker(wid, conn, seed, bases, classes, browser_share, keep, max_tasks, mem
         except (ValueError, OSError):
             pass
     os.environ.setdefault("COLUMNS", "80")
+    os.environ["KERNELTUI_CACHE"] = "0"  # thousands of one-off mutants: caching them would only fill ~/.cache
     workdir = Path(tempfile.mkdtemp(prefix=f"kerneltui-fuzz-w{wid}-"))
     try:
         for n in range(max_tasks):

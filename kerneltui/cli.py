@@ -20,6 +20,7 @@ SUBCOMMANDS = {
     "open": "kerneltui.commands.open",
     "diff": "kerneltui.commands.diff",
     "capture": "kerneltui.capture.command",
+    "cache": "kerneltui.commands.cache",
 }
 
 

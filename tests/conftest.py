@@ -9,6 +9,9 @@ The data is part of the repository, so a missing file is a failure, never a skip
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -18,6 +21,39 @@ DATA = ROOT / "tests" / "data"
 SHARED_TRACES = DATA / "traces"
 EXTERNAL_TRACES = DATA / "external"
 PROJECT_TRACES = ROOT / "traces"
+
+
+_session_cache: str | None = None
+
+
+def pytest_configure(config) -> None:
+    """Before any fixture (session-scoped ones too): the column cache in a temporary directory."""
+    global _session_cache
+    _session_cache = tempfile.mkdtemp(prefix="kerneltui-test-cache-")
+    os.environ["XDG_CACHE_HOME"] = _session_cache
+
+
+def pytest_unconfigure(config) -> None:
+    if _session_cache is not None:
+        shutil.rmtree(_session_cache, ignore_errors=True)
+
+
+@pytest.fixture(autouse=True)
+def private_cache(tmp_path_factory, monkeypatch) -> Path:
+    """Every test's column cache lives in a temporary directory, never the user's ~/.cache.
+
+    Subprocesses inherit it through XDG_CACHE_HOME (helpers that build an env pass it on).
+    """
+    base = tmp_path_factory.mktemp("xdg-cache")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(base))
+    monkeypatch.delenv("KERNELTUI_CACHE", raising=False)
+    monkeypatch.delenv("KERNELTUI_CACHE_MAX", raising=False)
+    return base / "kerneltui"
+
+
+def cache_env() -> dict[str, str]:
+    """The part of the environment a test's subprocess needs to use the test's own cache."""
+    return {"XDG_CACHE_HOME": os.environ["XDG_CACHE_HOME"]}
 
 
 def _existing(path: Path) -> Path:

@@ -7,6 +7,7 @@ Opens the side-by-side screen; ``--format`` prints the same facts instead, and
 from __future__ import annotations
 
 import argparse
+import functools
 import re
 import sys
 
@@ -35,6 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         " two traces are not comparable (other inputs); prints the table unless --format says otherwise",
     )
     parser.add_argument("--top", type=positive_int, metavar="N", help="only the first N rows of the matched table")
+    parser.add_argument("--no-cache", action="store_true", help="read the trace afresh: neither use nor write the column cache")
 
 
 def parse_share(text: str) -> float:
@@ -49,15 +51,17 @@ def run(args: argparse.Namespace) -> int:
     fmt = args.format or ("table" if args.fail_if_slower is not None else None)
     if fmt is None:
         from kerneltui.tui.diff.app import run_app
+        from kerneltui.trace.model import load_trace
 
-        return run_app(args.a, args.b)
+        return run_app(args.a, args.b, loader=functools.partial(load_trace, cache=False) if args.no_cache else load_trace)
 
     from kerneltui import diff_report
     from kerneltui.terminal_text import printable
     from kerneltui.trace import load_trace
     from kerneltui.analysis.compare.diff import diff_traces
 
-    a, b = load_trace(args.a), load_trace(args.b)
+    cache = False if args.no_cache else None
+    a, b = load_trace(args.a, cache=cache), load_trace(args.b, cache=cache)
     d = diff_traces(a, b)
     if fmt == "json":
         text = diff_report.as_json(d)

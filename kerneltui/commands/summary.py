@@ -21,6 +21,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--launches", action="store_true", help="list every launch in time order instead of grouping")
     parser.add_argument("--full-names", action="store_true", help="show full kernel names in the table")
+    parser.add_argument("--no-cache", action="store_true", help="read the trace afresh: neither use nor write the column cache")
 
 
 def positive_int(text: str) -> int:
@@ -40,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
     from kerneltui.trace.filters import matching_rows
     from kerneltui.trace.summary import kernel_stats, summarize
 
-    trace = load_trace(args.trace)
+    trace = load_trace(args.trace, cache=False if args.no_cache else None)
     s = summarize(trace)
     gpu = trace.gpu
     if args.filter:

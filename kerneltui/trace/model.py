@@ -19,7 +19,8 @@ from kerneltui.trace.frames import innermost_frames, sources
 from kerneltui.trace.intervals import depth_by_group
 from kerneltui.trace.iterations import Iterations, find_iterations
 from kerneltui.trace.link import OpStack, gpu_table
-from kerneltui.trace.load import RawTrace, read_trace
+from kerneltui.trace.cache import load as cached_read
+from kerneltui.trace.load import RawTrace
 from kerneltui.trace.schema import Kind, TraceMeta
 
 STACK_KINDS = (Kind.CPU_OP, Kind.ANNOTATION, Kind.RUNTIME, Kind.DRIVER)
@@ -194,7 +195,12 @@ def _lanes(raw: RawTrace) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["lane", "pid", "tid", "process", "thread"])
 
 
-def load_trace(path: str | os.PathLike, progress: Callable[[float], None] | None = None) -> Trace:
-    """Read a trace file (.json or .json.gz, by content) into a Trace. Raises TraceError."""
-    raw, meta = read_trace(path, progress)
+def load_trace(
+    path: str | os.PathLike, progress: Callable[[float], None] | None = None, cache: bool | None = None
+) -> Trace:
+    """Read a trace file (.json or .json.gz, by content) into a Trace. Raises TraceError.
+
+    ``cache``: keep and reuse the decoded columns (trace/cache.py); None means on unless KERNELTUI_CACHE=0.
+    """
+    raw, meta = cached_read(path, progress, cache)
     return Trace(raw, meta)

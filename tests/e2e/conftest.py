@@ -11,7 +11,7 @@ import uuid
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, cache_env
 
 
 def kerneltui_command() -> str:
@@ -25,7 +25,9 @@ class Terminal:
 
     def __init__(self, command: str, width: int = 80, height: int = 24, env: str = ""):
         self.name = f"kerneltui-e2e-{uuid.uuid4().hex[:8]}"
-        shell = f"cd {shlex.quote(str(ROOT))} && {env} PYTHONPATH={shlex.quote(str(ROOT))} {command}; echo EXIT=$?; sleep 60"
+        cache = f"XDG_CACHE_HOME={shlex.quote(cache_env()['XDG_CACHE_HOME'])}"  # the test's own cache, not ~/.cache
+        shell = (f"cd {shlex.quote(str(ROOT))} && {cache} {env} PYTHONPATH={shlex.quote(str(ROOT))} {command};"
+                 " echo EXIT=$?; sleep 60")
         subprocess.run(["tmux", "new-session", "-d", "-s", self.name, "-x", str(width), "-y", str(height), shell],
                        check=True)
 

@@ -11,13 +11,13 @@ import sys
 
 import pytest
 
-from tests.conftest import PROJECT_TRACES, ROOT, shared_trace
+from tests.conftest import PROJECT_TRACES, ROOT, cache_env, shared_trace
 
 EAGER = str(PROJECT_TRACES / "add_relu_1M_eager.json.gz")
 
 
 def kerneltui(*args: str, columns: int = 80) -> subprocess.CompletedProcess:
-    env = {"COLUMNS": str(columns), "PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)}
+    env = {"COLUMNS": str(columns), "PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), **cache_env()}
     return subprocess.run(
         [sys.executable, "-m", "kerneltui", *args], capture_output=True, text=True, env=env, cwd=ROOT, timeout=60
     )

@@ -8,14 +8,14 @@ import sys
 
 import pytest
 
-from tests.conftest import ROOT, shared_trace
+from tests.conftest import ROOT, cache_env, shared_trace
 
 EAGER = "traces/add_relu_1M_eager.json.gz"
 COMPILED = "traces/add_relu_1M_compiled.json.gz"
 
 
 def kerneltui(*args: str) -> subprocess.CompletedProcess:
-    env = {"COLUMNS": "80", "PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)}
+    env = {"COLUMNS": "80", "PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), **cache_env()}
     return subprocess.run(
         [sys.executable, "-m", "kerneltui", *args], capture_output=True, text=True, env=env, cwd=ROOT, timeout=60
     )

@@ -201,7 +201,7 @@ def test_worker_processes_decode_exactly_what_one_process_does(monkeypatch):
     monkeypatch.setattr(pool, "PARALLEL_FROM_BYTES", 0)
     monkeypatch.setattr(blocks, "BLOCK", 256 << 10)  # many chunks, so several go to each worker
     monkeypatch.setenv("KERNELTUI_WORKERS", "2")
-    parallel = load_trace(shared_trace(GPT))
+    parallel = load_trace(shared_trace(GPT), cache=False)  # decoded again, not served from the column cache
     assert pool._executor is not None  # the workers did run
     for column in sequential.events.columns:
         left, right = sequential.events[column].to_numpy(), parallel.events[column].to_numpy()

@@ -25,7 +25,7 @@ import pytest
 
 from kerneltui import cli
 from kerneltui.terminal_text import is_printable, json_safe, printable, printable_lines
-from tests.conftest import ROOT
+from tests.conftest import ROOT, cache_env
 
 # -- a hostile trace ---------------------------------------------------------------------------
 # OSC 52 (clipboard), SGR colours, a C1 CSI, a bidi override, TAB/CR/LF/NUL/DEL and Rich markup in one name
@@ -131,7 +131,7 @@ def run_cli(*args: str, columns: int = 80, tty_stdout: bool = False) -> tuple[in
     ``tty_stdout`` gives it a pseudo-terminal for stdout (in raw mode, so the
     bytes read back are the bytes written: no LF to CRLF translation).
     """
-    env = {"COLUMNS": str(columns), "PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)}
+    env = {"COLUMNS": str(columns), "PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), **cache_env()}
     command = [sys.executable, "-m", "kerneltui", *args]
     if not tty_stdout:
         done = subprocess.run(command, capture_output=True, env=env, cwd=ROOT, timeout=60)
@@ -380,7 +380,7 @@ def test_open_prints_its_error_line_escaped_on_stderr(capsys, monkeypatch):
         def run(self):
             pass
 
-    monkeypatch.setattr(tui_app, "build_app", lambda path: FailedApp())
+    monkeypatch.setattr(tui_app, "build_app", lambda path, loader=None: FailedApp())
     assert cli.main(["open", "/tmp/bad\x1b[31m.json"]) == 2
     captured = capsys.readouterr()
     assert captured.out == ""  # stdout may be a pipe of results: the error goes to stderr

@@ -65,11 +65,11 @@ def build_app(a: str, b: str, loader: Loader = load_trace) -> DiffApp:
     return DiffApp(str(a), str(b), loader)
 
 
-def run_app(a: str, b: str) -> int:
+def run_app(a: str, b: str, loader: Loader = load_trace) -> int:
     for path in (a, b):
         if not os.path.exists(path):
             raise TraceError(f"{path}: no such file")
-    app = build_app(a, b)
+    app = build_app(a, b, loader)
     app.run()
     if app.error:
         raise UserError(app.error)

@@ -1,0 +1,444 @@
+"""The columnar cache: a trace's decoded columns kept on disk, so a second load is near-instant.
+
+The first load of a trace writes what ``read_trace`` returned (the RawTrace and its
+TraceMeta) as one Arrow IPC file under ``$XDG_CACHE_HOME/kerneltui`` (else
+``~/.cache/kerneltui``); later loads memory-map it. An entry is found by a key
+made of the file's identity and content and of the loader's own version, so a
+trace replaced in place, or a newer decoder, never sees stale columns.
+
+Layout: ``<cache dir>/<path digest>-<entry digest>.arrow``, one record batch of
+one row: each event column as a ``large_list`` of its numpy dtype (read back
+zero-copy from a private, copy-on-write mapping), ``shapes`` (the shapes blob)
+and ``info`` (JSON: names, lanes, metadata events, top-level keys, losses, the
+TraceMeta, the key it was written for and a CRC32 of every column).
+
+The cache only ever costs speed: an entry that cannot be read is removed and
+rebuilt, with one line added to the TraceMeta's warnings (which every command
+prints); a cache directory that cannot be written to is passed over silently.
+Writes go to a temporary file in the same directory, then ``os.replace``, so a
+reader, or a second process writing the same entry, sees a whole file or none.
+The directory is bounded (``KERNELTUI_CACHE_MAX``, default 10 GB): least
+recently used entries go first; a read touches its entry.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import mmap
+import os
+import re
+import time
+import zlib
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import orjson
+
+from kerneltui import __version__
+from kerneltui.trace.load import RawTrace, read_trace
+from kerneltui.trace.repair import Losses
+from kerneltui.trace.schema import EVENT_COLUMNS, Device, TraceMeta
+
+# Bump whenever what read_trace returns changes shape or meaning (columns, RawTrace or TraceMeta
+# fields, what a field holds). The key also holds a digest of the loader's source (LOADER_MODULES),
+# so an edited decoder misses the cache even where this was not bumped.
+SCHEMA_VERSION = 1
+LOADER_MODULES = ("load", "decode", "blocks", "repair", "begin_end", "pool", "meta", "schema")
+
+SUFFIX = ".arrow"
+TEMP_PREFIX = ".tmp-"
+EDGE_BYTES = 1 << 20  # the key hashes the file's first and last MiB
+DEFAULT_MAX_BYTES = 10 * 10**9
+_STALE_TEMP_S = 3600  # a temporary file this old belongs to a writer that died
+_OFF = {"0", "false", "no", "off"}
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?b)?\s*$", re.IGNORECASE)
+
+
+# -- where and how much -------------------------------------------------------
+def cache_dir() -> Path:
+    """``$XDG_CACHE_HOME/kerneltui``, else ``~/.cache/kerneltui``."""
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    if not os.path.isabs(base):  # the XDG spec: a relative value is to be ignored
+        base = os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "kerneltui"
+
+
+def enabled(cache: bool | None = None) -> bool:
+    """``cache`` if given, else on unless KERNELTUI_CACHE=0."""
+    if cache is not None:
+        return bool(cache)
+    return os.environ.get("KERNELTUI_CACHE", "1").strip().lower() not in _OFF
+
+
+def parse_size(text: str) -> int | None:
+    """'10G' or '10GB' (10**10), '1.5GiB' (1.5 * 2**30), '123' (bytes) -> bytes; None if not a size."""
+    m = _SIZE.match(text)
+    if not m:
+        return None
+    power = " kmgt".index(m.group(2).lower() or " ")
+    base = 1024 if (m.group(3) or "").lower() == "ib" else 1000
+    return int(float(m.group(1)) * base**power)
+
+
+def max_bytes() -> int:
+    """The cap on the directory: KERNELTUI_CACHE_MAX (bytes, or with a K/M/G/T suffix), else 10 GB."""
+    configured = os.environ.get("KERNELTUI_CACHE_MAX")
+    size = parse_size(configured) if configured else None
+    return DEFAULT_MAX_BYTES if size is None else size
+
+
+# -- the key ------------------------------------------------------------------
+_code_digest: str | None = None
+
+
+def loader_digest() -> str:
+    """A digest of the loader's source files: any edit to the decoder is a new cache generation."""
+    global _code_digest
+    if _code_digest is None:
+        h = hashlib.blake2b(digest_size=16)
+        here = Path(__file__).resolve().parent
+        for name in LOADER_MODULES:
+            try:
+                h.update(name.encode() + b"\0" + (here / f"{name}.py").read_bytes() + b"\0")
+            except OSError:
+                h.update(name.encode() + b"\0?\0")  # installed without sources: the version constants still count
+        _code_digest = h.hexdigest()
+    return _code_digest
+
+
+def entry_key(path: str | os.PathLike) -> dict:
+    """What an entry is for: the file (resolved path, size, times, inode, first and last MiB) and the loader."""
+    resolved = os.path.realpath(path)
+    with open(resolved, "rb") as f:
+        st = os.fstat(f.fileno())
+        h = hashlib.blake2b(digest_size=16)
+        h.update(f.read(EDGE_BYTES))
+        if st.st_size > EDGE_BYTES:
+            f.seek(max(EDGE_BYTES, st.st_size - EDGE_BYTES))
+            h.update(f.read(EDGE_BYTES))
+    return {
+        "path": resolved,
+        "size": st.st_size,
+        "mtime_ns": st.st_mtime_ns,
+        "ctime_ns": st.st_ctime_ns,  # any write, even one that restores size and mtime, moves it
+        "inode": st.st_ino,
+        "device": st.st_dev,
+        "edges": h.hexdigest(),
+        "schema": SCHEMA_VERSION,
+        "kerneltui": __version__,
+        "loader": loader_digest(),
+    }
+
+
+def entry_path(key: dict, directory: Path | None = None) -> Path:
+    directory = cache_dir() if directory is None else directory
+    by_path = hashlib.blake2b(key["path"].encode("utf-8", "surrogateescape"), digest_size=8).hexdigest()
+    by_all = hashlib.blake2b(orjson.dumps(key, option=orjson.OPT_SORT_KEYS), digest_size=12).hexdigest()
+    return directory / f"{by_path}-{by_all}{SUFFIX}"
+
+
+# -- loading --------------------------------------------------------------------
+def load(
+    path: str | os.PathLike,
+    progress: Callable[[float], None] | None = None,
+    cache: bool | None = None,
+) -> tuple[RawTrace, TraceMeta]:
+    """``read_trace(path, progress)``, from the cache where it holds this very file."""
+    if not enabled(cache):
+        return read_trace(path, progress)
+    try:
+        key = entry_key(path)
+    except OSError:
+        return read_trace(path, progress)  # missing or unreadable: read_trace words the error
+    where = entry_path(key)
+    note = None
+    try:
+        raw, meta = read_entry(where, key)
+    except (FileNotFoundError, NotADirectoryError, PermissionError):
+        pass  # no entry, or none this user may read: a plain miss
+    except Exception as exc:  # noqa: BLE001 - whatever is wrong with the entry, the trace is read again
+        note = f"the cached columns of this trace could not be read ({_why(exc)}): rebuilt them from the trace"
+        _remove(where)
+    else:
+        _touch(where)
+        if progress is not None:
+            progress(1.0)
+        return raw, dataclasses.replace(meta, path=str(Path(path)))
+    raw, meta = read_trace(path, progress)
+    write_entry(where, key, raw, meta)
+    if note is not None:
+        meta = dataclasses.replace(meta, warnings=(*meta.warnings, note))
+    return raw, meta
+
+
+def _why(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0][:120]}" if text else type(exc).__name__
+
+
+class StaleEntry(ValueError):
+    """An entry written for another file, or by another loader."""
+
+
+def read_entry(where: Path, key: dict) -> tuple[RawTrace, TraceMeta]:
+    """The RawTrace and TraceMeta kept in ``where``; raises when it is missing, damaged or not for ``key``."""
+    import pyarrow as pa
+
+    with open(where, "rb") as f:
+        # Private and copy-on-write: the columns behave as ordinary writable arrays, and a later
+        # os.replace or unlink of the entry leaves this mapping as it was.
+        view = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_COPY)
+    whole = pa.py_buffer(view)
+    reader = pa.ipc.open_file(whole)
+    if reader.num_record_batches != 1:
+        raise ValueError(f"{reader.num_record_batches} record batches, not 1")
+    batch = reader.get_batch(0)
+    if batch.num_rows != 1:
+        raise ValueError(f"{batch.num_rows} rows, not 1")
+    info_blob = _binary(batch, "info")
+    expected = (batch.schema.metadata or {}).get(b"info_crc32")
+    if expected is None or int(expected) != zlib.crc32(info_blob):
+        raise ValueError("the entry's description fails its checksum")
+    info = orjson.loads(info_blob)
+    if info.get("key") != key:
+        raise StaleEntry("written for another file or loader")
+    columns = {}
+    for name, dtype in EVENT_COLUMNS.items():
+        values = batch.column(name).values
+        if values.type != pa.from_numpy_dtype(np.dtype(dtype)) or values.null_count:
+            raise ValueError(f"column {name} is {values.type}, not {dtype}")
+        buffer = values.buffers()[1]
+        at = buffer.address - whole.address + values.offset * np.dtype(dtype).itemsize
+        if not 0 <= at <= len(view) - len(values) * np.dtype(dtype).itemsize:
+            raise ValueError(f"column {name} lies outside the file")
+        column = np.frombuffer(view, dtype=dtype, count=len(values), offset=at)  # writable: the mapping is private
+        if zlib.crc32(column) != info["crc32"][name]:
+            raise ValueError(f"column {name} fails its checksum")
+        columns[name] = column
+    shapes = _binary(batch, "shapes")
+    if zlib.crc32(shapes) != info["crc32"]["shapes"]:
+        raise ValueError("the shapes fail their checksum")
+    lengths = {len(c) for c in columns.values()}
+    if len(lengths) != 1:
+        raise ValueError("columns of different lengths")
+    return _raw(columns, shapes, info["raw"]), _meta(info["meta"])
+
+
+def _binary(batch, name: str) -> bytes:
+    column = batch.column(name)
+    value = column[0].as_py()
+    if not isinstance(value, bytes):
+        raise ValueError(f"{name} is not bytes")
+    return value
+
+
+def _raw(columns: dict, shapes: bytes, d: dict) -> RawTrace:
+    raw = RawTrace.__new__(RawTrace)  # the decoder it is built from is not kept: fill the fields it left
+    raw.columns = columns
+    raw.names = d["names"]
+    raw.lanes = [tuple(lane) for lane in d["lanes"]]
+    raw.metadata = [tuple(m) for m in d["metadata"]]
+    raw.flow_events = d["flow_events"]
+    raw.shapes_blob = shapes
+    raw.top = d["top"]
+    raw.truncated = d["truncated"]
+    raw.end_damaged = d["end_damaged"]
+    losses = Losses()
+    losses.events = Counter(d["losses"]["events"])
+    losses.fields = Counter(d["losses"]["fields"])
+    raw.losses = losses
+    return raw
+
+
+def _raw_info(raw: RawTrace) -> dict:
+    return {
+        "names": raw.names,
+        "lanes": raw.lanes,
+        "metadata": raw.metadata,
+        "flow_events": raw.flow_events,
+        "top": raw.top,
+        "truncated": raw.truncated,
+        "end_damaged": raw.end_damaged,
+        "losses": {"events": dict(raw.losses.events), "fields": dict(raw.losses.fields)},
+    }
+
+
+# Every field of a RawTrace that the cache keeps (tests compare it with a cold load's fields).
+RAW_FIELDS = frozenset(("columns", "names", "lanes", "metadata", "flow_events", "shapes_blob", "top", "truncated",
+                        "end_damaged", "losses"))
+
+
+def _meta(d: dict) -> TraceMeta:
+    d = dict(d)
+    d["devices"] = tuple(Device(**x) for x in d["devices"])
+    d["warnings"] = tuple(d["warnings"])
+    return TraceMeta(**d)
+
+
+def _meta_info(meta: TraceMeta) -> dict:
+    d = dataclasses.asdict(meta)
+    if _meta(orjson.loads(orjson.dumps(d))) != meta:  # a field JSON cannot carry: keep nothing rather than less
+        raise ValueError("the TraceMeta does not survive JSON")
+    return d
+
+
+# -- writing --------------------------------------------------------------------
+def write_entry(where: Path, key: dict, raw: RawTrace, meta: TraceMeta) -> bool:
+    """Keep ``raw`` and ``meta`` in ``where`` (atomically); False, silently, when it cannot."""
+    tmp = None
+    try:
+        import pyarrow as pa
+        import pyarrow.ipc  # noqa: F401
+
+        directory = where.parent
+        _make_dir(directory)
+        cap = max_bytes()
+        n = len(raw.columns["ts"])
+        estimate = sum(n * np.dtype(t).itemsize for t in EVENT_COLUMNS.values()) + len(raw.shapes_blob)
+        if estimate > cap:
+            return False
+        crc = {name: zlib.crc32(np.ascontiguousarray(raw.columns[name])) for name in EVENT_COLUMNS}
+        crc["shapes"] = zlib.crc32(raw.shapes_blob)
+        raw_info = _raw_info(raw)
+        small = {k: v for k, v in raw_info.items() if k != "names"}
+        if _raw_info(_raw({}, b"", {**orjson.loads(orjson.dumps(small)), "names": []})) | {"names": raw.names} != raw_info:
+            return False  # a value JSON does not carry as it is: keep nothing rather than something else
+        info = orjson.dumps({"key": key, "crc32": crc, "raw": raw_info, "meta": _meta_info(meta)})
+        offsets = pa.array([0, n], pa.int64())
+        arrays = [
+            pa.LargeListArray.from_arrays(offsets, pa.array(np.ascontiguousarray(raw.columns[name], dtype=dtype)))
+            for name, dtype in EVENT_COLUMNS.items()
+        ]
+        arrays.append(pa.array([raw.shapes_blob], pa.large_binary()))
+        arrays.append(pa.array([info], pa.large_binary()))
+        schema = pa.schema(
+            [pa.field(name, a.type) for name, a in zip([*EVENT_COLUMNS, "shapes", "info"], arrays)],
+            metadata={"info_crc32": str(zlib.crc32(info)), "kerneltui": __version__, "schema": str(SCHEMA_VERSION)},
+        )
+        batch = pa.RecordBatch.from_arrays(arrays, schema=schema)
+        fd, tmp = _temp_file(directory)
+        with os.fdopen(fd, "wb") as f:
+            with pa.ipc.new_file(f, schema) as writer:
+                writer.write_batch(batch)
+            f.flush()
+        os.replace(tmp, where)
+        tmp = None
+        _drop_older_entries(where)
+        evict(directory, cap, keep=where)
+        return True
+    except Exception:  # noqa: BLE001 - a full disk, a read-only directory, names JSON cannot hold: no cache, no error
+        return False
+    finally:
+        if tmp is not None:
+            _remove(Path(tmp))
+
+
+def _make_dir(directory: Path) -> None:
+    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if directory.stat().st_mode & 0o077:
+        try:
+            os.chmod(directory, 0o700)  # traces hold source paths and host names: not for other users
+        except OSError:
+            pass
+
+
+def _temp_file(directory: Path) -> tuple[int, str]:
+    import tempfile
+
+    fd, tmp = tempfile.mkstemp(prefix=TEMP_PREFIX, suffix=SUFFIX, dir=directory)  # 0600
+    return fd, tmp
+
+
+def _drop_older_entries(where: Path) -> None:
+    """Entries for the same path but another key (the trace was replaced, or the loader changed)."""
+    prefix = where.name.split("-", 1)[0] + "-"
+    for other in where.parent.glob(prefix + "*" + SUFFIX):
+        if other.name != where.name:
+            _remove(other)
+
+
+# -- the directory ----------------------------------------------------------------
+@dataclass(frozen=True)
+class CacheStats:
+    directory: Path
+    entries: int
+    total_bytes: int
+    max_bytes: int
+
+
+def _entries(directory: Path) -> list[tuple[Path, os.stat_result]]:
+    out = []
+    try:
+        for p in directory.iterdir():
+            if p.suffix == SUFFIX and not p.name.startswith(TEMP_PREFIX):
+                try:
+                    out.append((p, p.stat()))
+                except FileNotFoundError:
+                    pass  # evicted by another process meanwhile
+    except OSError:
+        pass  # no directory (or none this user may read): no entries
+    return out
+
+
+def stats(directory: Path | None = None) -> CacheStats:
+    directory = cache_dir() if directory is None else directory
+    entries = _entries(directory)
+    return CacheStats(directory, len(entries), sum(st.st_size for _, st in entries), max_bytes())
+
+
+def clear(directory: Path | None = None) -> tuple[int, int]:
+    """Remove every entry (and leftover temporary files); returns (entries, bytes) removed."""
+    directory = cache_dir() if directory is None else directory
+    count = size = 0
+    for p, st in _entries(directory):
+        if _remove(p):
+            count += 1
+            size += st.st_size
+    try:
+        for p in directory.glob(TEMP_PREFIX + "*"):
+            _remove(p)
+    except OSError:
+        pass
+    return count, size
+
+
+def evict(directory: Path, cap: int, keep: Path | None = None) -> None:
+    """Remove least recently used entries (by mtime: a read touches its entry) until the rest fit ``cap``."""
+    now = time.time()
+    try:
+        for p in directory.glob(TEMP_PREFIX + "*"):
+            try:
+                if now - p.stat().st_mtime > _STALE_TEMP_S:
+                    _remove(p)
+            except FileNotFoundError:
+                pass
+    except OSError:
+        pass
+    entries = sorted(_entries(directory), key=lambda e: e[1].st_mtime_ns)
+    total = sum(st.st_size for _, st in entries)
+    for p, st in entries:
+        if total <= cap:
+            break
+        if keep is not None and p.name == keep.name:
+            continue
+        if _remove(p):
+            total -= st.st_size
+
+
+def _touch(where: Path) -> None:
+    try:
+        os.utime(where)
+    except OSError:
+        pass  # a read-only cache: the order of eviction is all that is lost
+
+
+def _remove(p: Path) -> bool:
+    try:
+        os.unlink(p)
+        return True
+    except OSError:
+        return False
