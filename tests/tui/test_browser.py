@@ -47,6 +47,7 @@ async def test_screen_numbers_are_the_engine_numbers():
             for r in stats.itertuples()
         ]
         assert rows(table) == expected
+        await pilot.press("v")  # the launch list is built when it is shown
         assert launches.row_count() == s.launches == 945
         header = str(screen.query_one("#header").render())
         assert f"{s.launches:,} launches · {s.distinct_kernels} kernels" in header
@@ -70,8 +71,9 @@ async def test_filter_substring_regex_and_bad_regex():
         await pilot.press("slash", *"nvjet")
         assert [r[0] for r in rows(table)] == [NVJET]
         assert str(screen.query_one("#counts").render()) == "1 kernel · 6/21 launches · 1.07ms GPU (70.1%)"
+        await pilot.press("enter", "v")  # the launch list is built when it is shown
         assert launches.row_count() == 6
-        await pilot.press(*"x" * 3)
+        await pilot.press("v", "slash", *"x" * 3)
         assert table.row_count() == 0 and "no kernel matches" in screen_text(table)[1]
         await pilot.press("ctrl+u")  # Input: delete to start
         await pilot.press(*"/^mem")

@@ -54,6 +54,7 @@ class BrowserScreen(BrowserKeys):
         self._marked_key: str | None = None
         self._lanes_keep: object = "unset"  # the keep mask the timeline's lanes were filtered with
         self._layout = None
+        self._pending_events: tuple | None = None  # the launch list's query, until the list is shown
         self._base_lanes: list = []
         self._icicle_thread: int | None = None
         self._caches = Caches()  # what query.answer reuses between keystrokes
@@ -175,7 +176,10 @@ class BrowserScreen(BrowserKeys):
         table = self.query_one(KernelTable)
         table.set_headers(name_header(q.grouping), side_header(q.grouping))
         table.set_stats(found.table, has_work=len(k.key_codes) > 0)
-        self.query_one(LaunchList).set_events(event_list(self.browse, k, self.in_scope, q.shown, name_ok))
+        # the launch list is rebuilt when it is shown (a million rows to merge on every keystroke otherwise)
+        self._pending_events = (self.in_scope, q.shown, name_ok)
+        if self._view() == "launches":
+            self._refresh_launch_list()
         if self._lanes_keep is not self.keep:
             # the filtered lanes of the last few masks (the same objects come back from the query's cache:
             # backspace to a search typed a moment ago reuses its lanes)
@@ -241,7 +245,7 @@ class BrowserScreen(BrowserKeys):
         if source is not table:
             table.move_to_key(key)
         launches = self.query_one(LaunchList)
-        if source is not launches:
+        if source is not launches and self._view() == "launches":
             launches.move_to_row(int(self.kernels.trace.gpu["row"].iat[launch]))
         self._show_details()
 
@@ -378,8 +382,16 @@ class BrowserScreen(BrowserKeys):
         icicle = self.browse.icicles.get(self._icicle_thread, ()) if self.browse is not None else ()
         return [*self._base_lanes, *icicle]
 
+    def _refresh_launch_list(self) -> None:
+        """The launch list for the last query, if it changed since it was last shown."""
+        if self._pending_events is not None and self.browse is not None:
+            keep, shown, name_ok = self._pending_events
+            self._pending_events = None
+            self.query_one(LaunchList).set_events(event_list(self.browse, self.kernels, keep, shown, name_ok))
+
     def _show_in_launch_list(self) -> None:
         self.query_one(ContentSwitcher).current = "launches"
+        self._refresh_launch_list()
         launches = self.query_one(LaunchList)
         if self.selected is not None and self.selected >= 0:
             launches.move_to_row(int(self.kernels.trace.gpu["row"].iat[self.selected]))

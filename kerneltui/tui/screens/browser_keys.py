@@ -160,6 +160,8 @@ class BrowserKeys(Screen):
         switcher = self.query_one(ContentSwitcher)
         had_focus = self.focused is self._current_table()
         switcher.current = "launches" if switcher.current == "kernels" else "kernels"
+        if switcher.current == "launches":
+            self._refresh_launch_list()
         if self.selected is not None:
             self.select_launch(self.selected, source=None)
         if had_focus:
