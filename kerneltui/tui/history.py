@@ -1,7 +1,8 @@
 """Where the user was before a jump, so that one key brings them back (a browser's back button).
 
-No Textual here: a Place is whatever the screen needs to restore (selection,
-view, window, focus, scope), and the history only keeps them in order.
+No Textual here: a place is whatever a screen needs to restore (the browser's
+``Place``: selection, view, window, focus, scope; the diff's row and windows),
+and the history only keeps them in order.
 """
 
 from __future__ import annotations
@@ -23,16 +24,16 @@ class Place:
 
 class History:
     def __init__(self) -> None:
-        self._places: list[Place] = []
+        self._places: list = []
 
-    def push(self, place: Place) -> None:
+    def push(self, place) -> None:
         """Remember where the user was just before a jump (a repeat of the last place is kept once)."""
         if self._places and self._places[-1] == place:
             return
         self._places.append(place)
         del self._places[:-LIMIT]
 
-    def pop(self) -> Place | None:
+    def pop(self):
         return self._places.pop() if self._places else None
 
     def __len__(self) -> int:

@@ -257,8 +257,8 @@ def lanes_from_trace(trace: Trace, origin: int | None = None, op_depths: int = 8
     key = g["key"].cat
     codes = key.codes.to_numpy()
     # names through their categoricals: astype(str) would build a million strings
-    full_names = _NamesByCode(g["full_name"])
-    short_by_key = _first_per_code(codes, _NamesByCode(g["short"]), len(key.categories))
+    full_names = NamesByCode(g["full_name"])
+    short_by_key = _first_per_code(codes, NamesByCode(g["short"]), len(key.categories))
     full_by_key = _first_per_code(codes, full_names, len(key.categories))
     lanes = []
     ts, end = g["ts"].to_numpy() - origin, g["end"].to_numpy() - origin
@@ -353,7 +353,7 @@ def _copy_direction(kinds: np.ndarray, names: np.ndarray) -> str:
     return f"{directions.pop()} {host}".strip()
 
 
-class _NamesByCode:
+class NamesByCode:
     """A str column read lazily: ``names[rows]`` gives the strings of those rows only (categories when categorical)."""
 
     def __init__(self, column: pd.Series):

@@ -27,7 +27,7 @@ from kerneltui.trace.filters import name_pattern
 from kerneltui.trace.model import Trace
 from kerneltui.trace.schema import Kind
 from kerneltui.trace.summary import TraceSummary, kernel_stats, summarize
-from kerneltui.tui.lanes import Lane, _threads_by_launches, lanes_from_trace, op_lanes
+from kerneltui.tui.lanes import Lane, NamesByCode, _threads_by_launches, lanes_from_trace, op_lanes
 
 # Noise categories the user toggles: (id, label, event kinds, shown by default).
 GPU_CATEGORIES = (("memcpy", "memcpy", (Kind.MEMCPY,)), ("memset", "memset", (Kind.MEMSET,)))
@@ -93,14 +93,6 @@ class Kernels:
         return np.flatnonzero(key_ok[self.stats_code] & kind_ok[kinds])
 
 
-def _category_values(column: pd.Series, rows: np.ndarray) -> list[str]:
-    """str of the column's values at some rows, read through its categories when it is categorical."""
-    if isinstance(column.dtype, pd.CategoricalDtype):
-        cat = column.cat
-        return [str(cat.categories[c]) if c >= 0 else "" for c in cat.codes.to_numpy()[rows].tolist()]
-    return [str(v) for v in column.to_numpy()[rows]]
-
-
 def build_kernels(trace: Trace) -> Kernels:
     g = trace.gpu
     stats = kernel_stats(trace)
@@ -112,8 +104,8 @@ def build_kernels(trace: Trace) -> Kernels:
         # the first launch of each key, and its names through the categoricals: astype(str) on a million
         # rows materialised a million strings (0.8 s of a warm open)
         distinct, first = np.unique(codes, return_index=True)
-        short_values = _category_values(g["short"], first)
-        full_values = _category_values(g["full_name"], first)
+        short_values = NamesByCode(g["short"])[first]
+        full_values = NamesByCode(g["full_name"])[first]
         for code, s_name, f_name in zip(distinct.tolist(), short_values, full_values):
             if code >= 0:
                 short[code], full[code] = s_name, f_name

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from kerneltui.analysis.explore.groups import GROUP_LABEL, group_codes, group_stats
+from kerneltui.analysis.explore.groups import GROUP_LABEL, group_codes, group_stats, scope_mask
 from kerneltui.analysis.explore.search import match_totals
 from kerneltui.trace.schema import Kind
 from kerneltui.tui.model import DEFAULT_SHOWN, Browse, Kernels
@@ -54,9 +54,7 @@ class Scope:
         g = trace.gpu
         if self.is_range:  # what overlaps the range, counted whole (the range line clips times)
             return (g["end"].to_numpy() > self.start) & (g["ts"].to_numpy() < self.end)
-        if self.iteration is not None:
-            return g["iteration"].to_numpy() == self.iteration
-        return None
+        return scope_mask(trace, self.iteration)
 
 
 WHOLE = Scope()

@@ -23,6 +23,7 @@ from kerneltui.tui.diff.header import headline_text, notes_text, sides_table, ve
 from kerneltui.tui.diff.model import DiffView
 from kerneltui.tui.diff.table import MatchTable
 from kerneltui.tui.diff.timelines import PairedTimelines
+from kerneltui.tui.history import History
 from kerneltui.tui.screens.help import HelpScreen
 from kerneltui.tui.widgets.keys_bar import KeysBar
 from kerneltui.tui.widgets.timeline import Timeline
@@ -59,7 +60,7 @@ class DiffScreen(Screen):
     def __init__(self, view: DiffView) -> None:
         super().__init__()
         self.view = view
-        self.history: list[tuple[int | None, tuple, tuple, str]] = []
+        self.history = History()  # (matches row, window A, window B, focused id) before each jump
         self.pattern = ""
 
     def compose(self) -> ComposeResult:
@@ -183,14 +184,14 @@ class DiffScreen(Screen):
         pair = self.query_one(PairedTimelines)
         a, b = pair.timelines
         focus = self.focused.id if self.focused is not None and self.focused.id else "matches"
-        self.history.append((self.query_one(MatchTable).current_match(), a.window, b.window, focus))
-        del self.history[:-100]
+        self.history.push((self.query_one(MatchTable).current_match(), a.window, b.window, focus))
 
     def action_back(self) -> None:
-        if not self.history:
+        place = self.history.pop()
+        if place is None:
             self.notify("nowhere to go back to", timeout=2)
             return
-        index, wa, wb, focus = self.history.pop()
+        index, wa, wb, focus = place
         table = self.query_one(MatchTable)
         if index is not None and not table.move_to_match(index):
             self.query_one("#diff-filter", Input).value = ""

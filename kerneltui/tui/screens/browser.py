@@ -21,10 +21,10 @@ from kerneltui.terminal_text import printable
 from kerneltui.tui import status
 from kerneltui.tui.details import Details, event_details, launch_details
 from kerneltui.tui.history import History, Place
-from kerneltui.tui.lanes import filter_lanes
+from kerneltui.tui.lanes import filter_lanes, op_row
 from kerneltui.tui.layout import browser_layout
 from kerneltui.tui.model import DEFAULT_SHOWN, Browse, Kernels, event_list, names_matching
-from kerneltui.tui.query import WHOLE, Answer, Caches, Query, Scope, answer, name_header, side_header
+from kerneltui.tui.query import Answer, Caches, Query, Scope, answer, name_header, side_header
 from kerneltui.tui.screens.browser_keys import BrowserKeys
 from kerneltui.tui.widgets.details import DetailsPane
 from kerneltui.tui.widgets.kernel_table import KernelTable
@@ -32,11 +32,6 @@ from kerneltui.tui.widgets.keys_bar import KeysBar
 from kerneltui.tui.widgets.launch_list import LaunchList
 from kerneltui.tui.widgets.table import VirtualTable
 from kerneltui.tui.widgets.timeline import Timeline
-
-
-def cpu_row(id_: int) -> int:
-    """The trace.events row of a timeline id below -1 (a CPU op of the icicle), else -1."""
-    return -id_ - 2 if id_ < -1 else -1
 
 
 class BrowserScreen(BrowserKeys):
@@ -48,7 +43,7 @@ class BrowserScreen(BrowserKeys):
         self.answer: Answer | None = None
         self.keep: np.ndarray | None = None  # per launch: kept by the search and the kind toggles
         self.in_scope: np.ndarray | None = None  # ...and inside the scope
-        self.selected: int | None = None  # a launch, or a CPU op (ids below -1, see cpu_row)
+        self.selected: int | None = None  # a launch, or a CPU op of the icicle (ids below -1: lanes.op_row)
         self.history = History()
         self.timeline_mode = "normal"
         self._marked_key: str | None = None
@@ -120,8 +115,7 @@ class BrowserScreen(BrowserKeys):
         table = self._current_table()
         pane = self.query_one(DetailsPane)
         range_line = self.query_one("#range", Static).display
-        wanted = timeline.wanted_height() if hasattr(timeline, "wanted_height") else timeline.get_content_height(None, None, 0)
-        layout = browser_layout(self.size.width, self.size.height, table.row_count() + 1, wanted,
+        layout = browser_layout(self.size.width, self.size.height, table.row_count() + 1, timeline.wanted_height(),
                                 self.timeline_mode, details=bool(pane.display), range_line=bool(range_line))
         if layout == self._layout:
             return  # unchanged: setting styles again would cost a relayout on every keystroke
@@ -233,7 +227,7 @@ class BrowserScreen(BrowserKeys):
         if source is not timeline:
             timeline.select(launch)
         if launch < -1:  # a CPU op of the icicle: no kernel row, no launch-list row of its own
-            self.query_one(DetailsPane).show(event_details(self.kernels, self.browse, cpu_row(launch)))
+            self.query_one(DetailsPane).show(event_details(self.kernels, self.browse, op_row(launch)))
             return
         key = self._row_key(launch)
         if key != self._marked_key and self.browse is not None:
@@ -403,6 +397,3 @@ class BrowserScreen(BrowserKeys):
 
     def _current_table(self) -> VirtualTable:
         return self.query_one(KernelTable) if self._view() == "kernels" else self.query_one(LaunchList)
-
-    def scope(self) -> Scope:
-        return self.query_state.scope if self.query_state.scope is not None else WHOLE

@@ -15,6 +15,7 @@ from kerneltui.analysis.explore.groups import available_groupings
 from kerneltui.terminal_text import printable
 from kerneltui.tui import status
 from kerneltui.tui.export import FORMATS, as_csv, as_markdown, export_name, write_new
+from kerneltui.tui.lanes import op_row
 from kerneltui.tui.layout import MODES
 from kerneltui.tui.query import Scope
 from kerneltui.tui.screens.help import FILTER_KEYS, HelpScreen
@@ -230,8 +231,6 @@ class BrowserKeys(Screen):
         self.timeline_mode = MODES[(MODES.index(self.timeline_mode) + 1) % len(MODES)]
         if self.timeline_mode == "max":
             self.set_focus(self.query_one(Timeline))
-        elif self.timeline_mode == "normal" and self.focused is self.query_one(Timeline):
-            pass
         self.fit_layout()
 
     def action_mark(self) -> None:
@@ -249,12 +248,10 @@ class BrowserKeys(Screen):
         self.notify(printable(f"copied: {text}"[:200]), timeout=3, markup=False)
 
     def _selected_name(self) -> str:
-        from kerneltui.tui.screens.browser import cpu_row
-
         if self.selected is None:
             return ""
         if self.selected < -1:
-            return self.kernels.trace.name(int(self.kernels.trace.events["name"].iat[cpu_row(self.selected)]))
+            return self.kernels.trace.name(int(self.kernels.trace.events["name"].iat[op_row(self.selected)]))
         code = int(self.kernels.key_codes[self.selected])
         return self.kernels.key_full[code]
 
@@ -345,6 +342,3 @@ class BrowserKeys(Screen):
             line.display = False
         self.fit_layout()
 
-
-def launch_list_keys() -> list:
-    return list(LaunchList.BINDINGS)

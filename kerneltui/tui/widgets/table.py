@@ -182,12 +182,6 @@ class VirtualTable(ScrollView, can_focus=True):
             top = self.cursor - rows + 1
         self.scroll_to(y=top, animate=False, immediate=True)
 
-    def export_frame(self):
-        """The rows in display order as a DataFrame of their texts (subclasses give exact values)."""
-        import pandas as pd
-
-        return pd.DataFrame([self.cells(i) for i in range(self.row_count())], columns=[c.label for c in self.columns()])
-
     def natural_width(self, key: str) -> int | None:
         """Widest text a flexible column can hold (None: no limit); spare room goes to the others."""
         return None
