@@ -26,7 +26,9 @@ class Terminal:
     def __init__(self, command: str, width: int = 80, height: int = 24, env: str = ""):
         self.name = f"kerneltui-e2e-{uuid.uuid4().hex[:8]}"
         cache = f"XDG_CACHE_HOME={shlex.quote(cache_env()['XDG_CACHE_HOME'])}"  # the test's own cache, not ~/.cache
-        shell = (f"cd {shlex.quote(str(ROOT))} && {cache} {env} PYTHONPATH={shlex.quote(str(ROOT))} {command};"
+        # The pane's size must come from tmux: GNU readline (imported under pytest) exports COLUMNS=80
+        # LINES=24 into the C environment, and an inherited pair would pin Textual to 80x24.
+        shell = (f"unset COLUMNS LINES; cd {shlex.quote(str(ROOT))} && {cache} {env} PYTHONPATH={shlex.quote(str(ROOT))} {command};"
                  " echo EXIT=$?; sleep 60")
         subprocess.run(["tmux", "new-session", "-d", "-s", self.name, "-x", str(width), "-y", str(height), shell],
                        check=True)
