@@ -51,9 +51,10 @@ def run(args: argparse.Namespace) -> int:
     fmt = args.format or ("table" if args.fail_if_slower is not None else None)
     if fmt is None:
         from kerneltui.tui.diff.app import run_app
-        from kerneltui.trace.model import load_trace
+        from kerneltui.trace.model import load_trace, start_workers_for
 
-        return run_app(args.a, args.b, loader=functools.partial(load_trace, cache=False) if args.no_cache else load_trace)
+        start_workers_for([args.a, args.b], cache=False if args.no_cache else None)  # before Textual's threads
+        return run_app(args.a, args.b, loader=functools.partial(load_trace, cache=False if args.no_cache else None, write_later=True))
 
     from kerneltui import diff_report
     from kerneltui.terminal_text import printable

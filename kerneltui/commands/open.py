@@ -17,9 +17,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from kerneltui.tui.app import build_app  # textual loads only for this command
-    from kerneltui.trace.model import load_trace
+    from kerneltui.trace.model import load_trace, start_workers_for
 
-    app = build_app(args.trace, functools.partial(load_trace, cache=False) if args.no_cache else load_trace)
+    start_workers_for([args.trace], cache=False if args.no_cache else None)  # before Textual's threads
+    # write_later: a new cache entry is written after the first screen, not before it
+    app = build_app(args.trace, functools.partial(load_trace, cache=False if args.no_cache else None, write_later=True))
     app.run()
     # after the screen is gone, the lines the CLI prints (the error, or the trace's warnings), on stderr
     for line in app.after_exit_lines():

@@ -28,6 +28,7 @@ import hashlib
 import mmap
 import os
 import re
+import threading
 import time
 import zlib
 from collections import Counter
@@ -146,8 +147,13 @@ def load(
     path: str | os.PathLike,
     progress: Callable[[float], None] | None = None,
     cache: bool | None = None,
+    write_later: bool = False,
 ) -> tuple[RawTrace, TraceMeta]:
-    """``read_trace(path, progress)``, from the cache where it holds this very file."""
+    """``read_trace(path, progress)``, from the cache where it holds this very file.
+
+    ``write_later``: write a new entry from a background thread, so that the caller (an app
+    showing its first screen) need not wait; the process still finishes the write before it exits.
+    """
     if not enabled(cache):
         return read_trace(path, progress)
     try:
@@ -169,10 +175,23 @@ def load(
             progress(1.0)
         return raw, dataclasses.replace(meta, path=str(Path(path)))
     raw, meta = read_trace(path, progress)
-    write_entry(where, key, raw, meta)
+    if write_later:
+        threading.Thread(target=write_entry, args=(where, key, raw, meta), name="kerneltui-cache-write").start()
+    else:
+        write_entry(where, key, raw, meta)
     if note is not None:
         meta = dataclasses.replace(meta, warnings=(*meta.warnings, note))
     return raw, meta
+
+
+def holds(path: str | os.PathLike, cache: bool | None = None) -> bool:
+    """Whether a load of ``path`` would come from the cache (an entry for this very file exists)."""
+    if not enabled(cache):
+        return False
+    try:
+        return entry_path(entry_key(path)).is_file()
+    except OSError:
+        return False
 
 
 def _why(exc: BaseException) -> str:

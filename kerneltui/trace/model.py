@@ -19,6 +19,9 @@ from kerneltui.trace.frames import innermost_frames, sources
 from kerneltui.trace.intervals import depth_by_group
 from kerneltui.trace.iterations import Iterations, find_iterations
 from kerneltui.trace.link import OpStack, gpu_table
+from kerneltui.trace import pool
+from kerneltui.trace.blocks import GZIP_MAGIC
+from kerneltui.trace.cache import holds as cache_holds
 from kerneltui.trace.cache import load as cached_read
 from kerneltui.trace.load import RawTrace
 from kerneltui.trace.schema import Kind, TraceMeta
@@ -196,11 +199,30 @@ def _lanes(raw: RawTrace) -> pd.DataFrame:
 
 
 def load_trace(
-    path: str | os.PathLike, progress: Callable[[float], None] | None = None, cache: bool | None = None
+    path: str | os.PathLike,
+    progress: Callable[[float], None] | None = None,
+    cache: bool | None = None,
+    write_later: bool = False,
 ) -> Trace:
     """Read a trace file (.json or .json.gz, by content) into a Trace. Raises TraceError.
 
     ``cache``: keep and reuse the decoded columns (trace/cache.py); None means on unless KERNELTUI_CACHE=0.
+    ``write_later``: write a new cache entry in the background (the apps: the first screen need not wait).
     """
-    raw, meta = cached_read(path, progress, cache)
+    raw, meta = cached_read(path, progress, cache, write_later)
     return Trace(raw, meta)
+
+
+def start_workers_for(paths: list[str], cache: bool | None = None) -> bool:
+    """Call from the main thread before an app starts: fork the decode workers now if a trace
+    among ``paths`` will be read cold and is big enough to want them (trace/pool.py says why)."""
+    sizes = []
+    for path in paths:
+        if cache_holds(path, cache):
+            continue
+        try:
+            with open(path, "rb") as f:
+                sizes.append((os.fstat(f.fileno()).st_size, f.read(2) == GZIP_MAGIC))
+        except OSError:
+            continue  # the load itself words the error
+    return pool.start_workers(sizes)

@@ -1,10 +1,13 @@
 """Decode big traces on every core: chunks go to worker processes, results come back in order.
 
-msgspec holds the GIL, so threads would not help. Only the main thread of a
-process uses workers (the CLI's summary and capture); the apps load in a
-worker thread of a Textual process and decode there. Workers are forked when
-the process has one thread, and come from a forkserver otherwise. Small traces
-stay in-process, where start-up would cost more than it saves.
+msgspec holds the GIL, so threads would not help. The CLI's summary and
+capture decode from their main thread. The apps load in a thread of a Textual
+process, which has replaced stderr and runs other threads: they call
+``start_workers`` from the main thread before Textual starts, so the workers
+are forked while the process is still single-threaded, and their loading
+thread then uses them. Workers are forked when the process has one thread, and
+come from a forkserver otherwise. Small traces stay in-process, where start-up
+would cost more than it saves.
 """
 
 from __future__ import annotations
@@ -30,6 +33,24 @@ def worker_count() -> int:
     return min(4, os.cpu_count() or 1)
 
 
+def wants_workers(file_bytes: int, compressed: bool) -> bool:
+    """Whether a file this size is decoded faster by worker processes than in one."""
+    size = file_bytes * (GZIP_RATIO_GUESS if compressed else 1)
+    return worker_count() >= 2 and size >= PARALLEL_FROM_BYTES
+
+
+def start_workers(file_sizes: list[tuple[int, bool]]) -> bool:
+    """From the main thread, before an app starts threads: fork the workers now when a
+    file of ``(bytes, compressed)`` needs them, so the app's loading thread can use them."""
+    if threading.current_thread() is not threading.main_thread():
+        return False
+    if not any(wants_workers(size, compressed) for size, compressed in file_sizes):
+        return False
+    executor = _shared_executor(worker_count())
+    executor.submit(os.getpid).result()  # the first submit forks every worker (fork context)
+    return True
+
+
 def _shared_executor(workers: int) -> ProcessPoolExecutor:
     global _executor
     if _executor is None:
@@ -53,12 +74,11 @@ class ChunkPool:
     @classmethod
     def for_stream(cls, stream) -> ChunkPool | None:
         workers = worker_count()
-        size = stream.file_bytes * (GZIP_RATIO_GUESS if stream.compressed else 1)
-        if workers < 2 or size < PARALLEL_FROM_BYTES:
+        if not wants_workers(stream.file_bytes, stream.compressed):
             return None
-        if threading.current_thread() is not threading.main_thread():
-            # An app's loading thread: its process may have replaced stderr (no fd for the
-            # resource tracker) and holds other threads; decode in this thread instead.
+        if threading.current_thread() is not threading.main_thread() and _executor is None:
+            # A thread of an app that did not start_workers: its process may have replaced
+            # stderr (no fd for the resource tracker) and holds other threads; decode here.
             return None
         return cls(_shared_executor(workers), in_flight=2 * workers)
 

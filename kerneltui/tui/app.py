@@ -70,6 +70,6 @@ class KernelTuiApp(LoadingApp):
 
 
 def build_app(path: str, loader: Loader = load_trace) -> KernelTuiApp:
-    # load_trace decodes in this app's loading thread: the data layer keeps its worker
-    # processes for the main thread of a plain process (trace/pool.py says why).
+    # load_trace decodes in this app's loading thread, with the decode workers that `open`
+    # started before Textual did (trace/pool.py says why), else in that thread alone.
     return KernelTuiApp(str(path), loader)

@@ -337,6 +337,19 @@ def test_two_processes_loading_at_once_both_succeed_and_the_cache_ends_valid(pri
         assert len(raw.columns["ts"]) == int(outs[0][0].split()[0])
 
 
+def test_an_entry_written_later_is_whole_when_the_process_exits_at_once(private_cache):
+    """The apps write a new entry in the background; a process that ends straight after still
+    leaves the whole entry (the writer is not a daemon), and the next load is served from it."""
+    trace = SHARED_TRACES / "gpt_train_eager.json.gz"
+    code = "import sys; from kerneltui.trace.model import load_trace; load_trace(sys.argv[1], write_later=True)"
+    subprocess.run([sys.executable, "-c", code, str(trace)], check=True, env={**os.environ, **cache_env(),
+                   "PYTHONPATH": str(ROOT)}, cwd=ROOT, timeout=120)
+    (entry,) = entries(private_cache)
+    assert not list(private_cache.glob(cache.TEMP_PREFIX + "*"))
+    raw, _ = cache.read_entry(entry, cache.entry_key(trace))
+    assert len(raw.columns["ts"]) == len(read_trace(trace)[0].columns["ts"])
+
+
 # -- bounded -----------------------------------------------------------------------------------------
 def test_eviction_removes_the_least_recently_used_entries(monkeypatch, private_cache):
     a, b, c = SMALL, OTHER, SHARED_TRACES / "add_relu_100_eager.json.gz"

@@ -94,8 +94,9 @@ def test_open_no_cache_hands_the_app_a_loader_without_cache(monkeypatch):
         with pytest.raises(Done):
             cli.main(argv)
     without, with_cache = seen
-    assert isinstance(without, functools.partial) and without.func is load_trace and without.keywords == {"cache": False}
-    assert with_cache is load_trace
+    assert isinstance(without, functools.partial) and without.func is load_trace
+    assert without.keywords == {"cache": False, "write_later": True}
+    assert with_cache.func is load_trace and with_cache.keywords == {"cache": None, "write_later": True}
 
 
 def test_diff_screen_no_cache_hands_the_app_a_loader_without_cache(monkeypatch):
@@ -116,8 +117,8 @@ def test_diff_screen_no_cache_hands_the_app_a_loader_without_cache(monkeypatch):
         with pytest.raises(Done):
             cli.main(argv)
     without, with_cache = seen
-    assert isinstance(without, functools.partial) and without.keywords == {"cache": False}
-    assert with_cache is load_trace
+    assert isinstance(without, functools.partial) and without.keywords == {"cache": False, "write_later": True}
+    assert with_cache.func is load_trace and with_cache.keywords == {"cache": None, "write_later": True}
 
 
 def test_no_cache_loader_really_skips_the_cache(private_cache):

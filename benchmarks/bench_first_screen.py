@@ -1,0 +1,86 @@
+"""Time to the browser's first screen: `kerneltui open TRACE` in a real terminal (tmux), cold and warm.
+
+For each trace, in a fresh tmux pane each time, measures seconds from starting the command to the
+kernel table on screen (its header row), polling capture-pane every 20 ms:
+  - cold:  the column cache off (KERNELTUI_CACHE=0), the trace decoded afresh;
+  - first: the cache on and empty (cold; the app writes the entry in the background);
+  - warm:  again, served from the cache.
+Imports are included: this is what a user waits for. The cache lives in a temporary
+XDG_CACHE_HOME, removed afterwards. Needs tmux. Traces default to the ones bench_load.py makes.
+
+    python benchmarks/bench_first_screen.py [TRACE ...]
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+from kerneltui.trace.cache import SUFFIX, TEMP_PREFIX
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+DEFAULT = [HERE / "data" / "replicated_1000mb.json", HERE / "data" / "replicated_1000mb.json.gz"]
+READY = "Count"  # the kernel table's header: the first screen is up
+
+
+def written(directory: Path) -> bool:
+    """A whole entry is there (not only the temp file it is written into)."""
+    return any(not p.name.startswith(TEMP_PREFIX) for p in directory.glob(f"*{SUFFIX}"))
+
+
+def first_screen(path: Path, env: dict[str, str], timeout: float = 120, entry_in: Path | None = None) -> float:
+    """Seconds to the first screen; with ``entry_in``, the pane is kept until the app's background
+    thread has written its cache entry there (the next, warm run needs it)."""
+    subprocess.run(["tmux", "start-server", ";", "set-option", "-g", "exit-empty", "off"], check=True)
+    name = f"kerneltui-bench-{uuid.uuid4().hex[:8]}"
+    assignments = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
+    command = (f"unset COLUMNS LINES; cd {shlex.quote(str(ROOT))} && {assignments} "
+               f"{shlex.quote(sys.executable)} -m kerneltui open {shlex.quote(str(path))}; sleep 30")
+    start = time.perf_counter()
+    subprocess.run(["tmux", "new-session", "-d", "-s", name, "-x", "120", "-y", "40", command], check=True)
+    try:
+        while time.perf_counter() - start < timeout:
+            screen = subprocess.run(["tmux", "capture-pane", "-p", "-t", name], capture_output=True, text=True).stdout
+            if READY in screen:
+                seconds = time.perf_counter() - start
+                while entry_in is not None and not written(entry_in) and time.perf_counter() - start < timeout:
+                    time.sleep(0.05)
+                return seconds
+            time.sleep(0.02)
+        raise SystemExit(f"{path.name}: no first screen within {timeout:.0f} s")
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", name], capture_output=True)
+
+
+def main() -> None:
+    if shutil.which("tmux") is None:
+        raise SystemExit("bench_first_screen.py needs tmux")
+    paths = [Path(p) for p in sys.argv[1:]] or DEFAULT
+    missing = [p for p in paths if not p.is_file()]
+    if missing:
+        raise SystemExit(f"{missing[0]} not found: run benchmarks/bench_load.py first, or name a trace")
+    cache_home = tempfile.mkdtemp(prefix="kerneltui-bench-cache-")
+    print(f"{'file':<28} {'MB':>6} {'cold s':>7} {'first s':>8} {'warm s':>7}")
+    try:
+        for path in paths:
+            cold = first_screen(path, {"KERNELTUI_CACHE": "0"})
+            first = first_screen(path, {"KERNELTUI_CACHE": "1", "XDG_CACHE_HOME": cache_home},
+                                 entry_in=Path(cache_home, "kerneltui"))
+            warm = first_screen(path, {"KERNELTUI_CACHE": "1", "XDG_CACHE_HOME": cache_home})
+            shutil.rmtree(Path(cache_home, "kerneltui"), ignore_errors=True)
+            print(f"{path.name:<28} {path.stat().st_size / 1e6:>6.0f} {cold:>7.2f} {first:>8.2f} {warm:>7.2f}", flush=True)
+    finally:
+        shutil.rmtree(cache_home, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    os.environ.pop("COLUMNS", None)
+    main()
