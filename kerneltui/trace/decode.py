@@ -59,6 +59,15 @@ class Args(Struct, gc=False):
     # stride/padding of a convolution, an attention's is_causal, a reduction's dims: the traffic rules read them
     concrete: Raw = field(default=_NO_RAW, name="Concrete Inputs")
     strides: Raw = field(default=_NO_RAW, name="Input Strides")
+    # a collective kernel's own record (newer Kineto): kept raw, read by analysis/ranks
+    collective: Raw = field(default=_NO_RAW, name="Collective name")
+    in_nelems: Raw = field(default=_NO_RAW, name="In msg nelems")
+    out_nelems: Raw = field(default=_NO_RAW, name="Out msg nelems")
+    comm_dtype: Raw = field(default=_NO_RAW, name="dtype")
+    group_name: Raw = field(default=_NO_RAW, name="Process Group Name")
+    group_desc: Raw = field(default=_NO_RAW, name="Process Group Description")
+    group_size: Raw = field(default=_NO_RAW, name="Group size")
+    comm_seq: Raw = field(default=_NO_RAW, name="Seq")
     # metadata events (ph M) carry their value here
     name: str = ""
     labels: str = ""
@@ -96,6 +105,11 @@ _COMBO = attrgetter("ph", "cat", "pid", "tid")
     attrgetter, ("python_id", "python_parent", "sequence", "kernel_hash")
 )
 (_INPUT_DIMS, _INPUT_TYPE, _CONCRETE, _STRIDES) = map(attrgetter, ("input_dims", "input_type", "concrete", "strides"))
+_COLLECTIVE = attrgetter("collective")
+_COMM_KEYS = tuple((key.encode(), attr) for key, attr in (
+    ("collective", "collective"), ("in_nelems", "in_nelems"), ("out_nelems", "out_nelems"), ("dtype", "comm_dtype"),
+    ("group", "group_name"), ("group_desc", "group_desc"), ("group_size", "group_size"), ("seq", "comm_seq"),
+))
 OLD_EXTERNAL_ID = b'"external id"'  # torch < 1.13 spelled it so
 
 
@@ -405,7 +419,28 @@ class ChunkDecoder:
         _fill_values(cols, n, "kernel_hash", ops[hashed], np.arange(len(hashes), len(hashes) + len(hashed)))
         hashes.extend(_rows_of(op_hashes, hashed))
         self._shapes(ops, op_args, cols, n)
+        self._collectives(gpu, gpu_args, cols)
         return cols
+
+    def _collectives(self, rows: np.ndarray, args: list[Args], cols: dict) -> None:
+        """A GPU row's collective record, ``{"comm":{...}}``, in the row's shapes span (GPU rows
+        have no record_shapes of their own). Few rows have one: the loop runs for those alone."""
+        named = np.flatnonzero(np.fromiter(map(len, map(_COLLECTIVE, args)), np.int64, len(args)))
+        if not len(named):
+            return
+        texts = []
+        for i in named.tolist():
+            a = args[i]
+            fields = [b'"%s":%s' % (key, bytes(getattr(a, attr)))
+                      for key, attr in _COMM_KEYS if len(getattr(a, attr))]
+            texts.append(b'{"comm":{' + b",".join(fields) + b"}}")
+        sizes = np.fromiter(map(len, texts), np.int64, len(texts))
+        ends = np.cumsum(sizes)
+        cols["shapes_at"][rows[named]] = self.shape_offset + ends - sizes
+        cols["shapes_len"][rows[named]] = sizes
+        blob = b"".join(texts)
+        self.shape_parts.append(blob)
+        self.shape_offset += len(blob)
 
     def _aside(self, others: list[Event], combo: np.ndarray, info: _ComboInfo) -> None:
         """Metadata, flow and B/E events, in file order."""

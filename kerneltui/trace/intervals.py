@@ -93,19 +93,24 @@ def containing_span(span_starts: np.ndarray, span_ends: np.ndarray, t: np.ndarra
     return np.where(inside, order[np.clip(at, 0, None)], -1)
 
 
+def union_runs(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The disjoint runs, in time order, that intervals cover together."""
+    if len(starts) == 0:
+        return np.empty(0, np.int64), np.empty(0, np.int64)
+    order = np.argsort(starts, kind="stable")
+    s, e = starts[order], ends[order]
+    reach = np.maximum.accumulate(e)
+    new_run = np.empty(len(s), bool)
+    new_run[0] = True
+    new_run[1:] = s[1:] > reach[:-1]
+    return s[new_run], np.maximum.reduceat(e, np.flatnonzero(new_run))
+
+
 def union_length(starts: np.ndarray, ends: np.ndarray) -> int:
     """Total length covered by intervals (busy time): overlaps counted once."""
     if len(starts) == 0:
         return 0
-    order = np.argsort(starts, kind="stable")
-    s, e = starts[order], ends[order]
-    reach = np.maximum.accumulate(e)
-    # a new run starts where an interval begins after everything before it ended
-    new_run = np.empty(len(s), bool)
-    new_run[0] = True
-    new_run[1:] = s[1:] > reach[:-1]
-    run_start = s[new_run]
-    run_end = np.maximum.reduceat(e, np.flatnonzero(new_run))
+    run_start, run_end = union_runs(starts, ends)
     if int(run_end.max()) - int(run_start.min()) < 2**63:  # disjoint runs: their sum fits too
         return int((run_end - run_start).sum())
     return sum(int(b) - int(a) for a, b in zip(run_start, run_end))  # past int64: exact in Python ints

@@ -22,6 +22,7 @@ def trace_meta(stream, raw) -> TraceMeta:
     warnings.extend(raw.losses.warnings())
     block = top.get("kerneltui")
     capture = block.get("capture") if isinstance(block, dict) else None
+    distributed = top.get("distributedInfo")  # torch.distributed's rank, world_size, process groups
     versions = {
         k: str(top[k])
         for k in ("cuda_driver_version", "cuda_runtime_version", "cupti_version")
@@ -42,6 +43,7 @@ def trace_meta(stream, raw) -> TraceMeta:
         profile_memory=bool(_int(top.get("profile_memory"), 0)),
         versions=versions,
         capture=_scalars(capture) if isinstance(capture, dict) else None,
+        distributed=_scalars(distributed) if isinstance(distributed, dict) else None,
         truncated=raw.truncated,
         end_damaged=raw.end_damaged,
         skipped_events=raw.losses.skipped,

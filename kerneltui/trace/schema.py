@@ -124,6 +124,7 @@ class TraceMeta:
     profile_memory: bool = False
     versions: dict[str, str] = field(default_factory=dict)  # cuda driver/runtime/cupti
     capture: dict | None = None  # settings written by `kerneltui capture`
+    distributed: dict | None = None  # Kineto's distributedInfo: backend, rank, world_size, pg_config
     truncated: bool = False  # cut off mid-write: events after the cut are missing
     end_damaged: bool = False  # the events are whole; the keys after them are cut off or damaged
     skipped_events: int = 0  # events that could not be read (counted by cause in warnings)
@@ -138,9 +139,22 @@ class TraceMeta:
         return self.truncated or self.end_damaged or self.corrupt_events > 0
 
     @property
+    def rank(self) -> int | None:
+        return _whole(self.distributed.get("rank")) if self.distributed else None
+
+    @property
+    def world_size(self) -> int | None:
+        return _whole(self.distributed.get("world_size")) if self.distributed else None
+
+    @property
     def device_name(self) -> str:
         if self.devices:
             return self.devices[0].name
         if self.capture and self.capture.get("device"):
             return str(self.capture["device"])  # a CPU-only capture names its processor
         return "unknown device"
+
+
+def _whole(value) -> int | None:
+    """An int that JSON gave (not a bool, not negative), else None."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
