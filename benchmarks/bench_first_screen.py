@@ -48,7 +48,8 @@ def first_screen(path: Path, env: dict[str, str], timeout: float = 120, entry_in
     subprocess.run(["tmux", "new-session", "-d", "-s", name, "-x", "120", "-y", "40", command], check=True)
     try:
         while time.perf_counter() - start < timeout:
-            screen = subprocess.run(["tmux", "capture-pane", "-p", "-t", name], capture_output=True, text=True).stdout
+            screen = subprocess.run(["tmux", "capture-pane", "-p", "-t", name], capture_output=True, text=True,
+                                    check=False).stdout
             if READY in screen:
                 seconds = time.perf_counter() - start
                 while entry_in is not None and not written(entry_in) and time.perf_counter() - start < timeout:
@@ -57,7 +58,7 @@ def first_screen(path: Path, env: dict[str, str], timeout: float = 120, entry_in
             time.sleep(0.02)
         raise SystemExit(f"{path.name}: no first screen within {timeout:.0f} s")
     finally:
-        subprocess.run(["tmux", "kill-session", "-t", name], capture_output=True)
+        subprocess.run(["tmux", "kill-session", "-t", name], capture_output=True, check=False)
 
 
 def main() -> None:

@@ -21,8 +21,13 @@ SHARE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*%?\s*$")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("a", metavar="A", help="the baseline trace, e.g. the eager run (.json or .json.gz)")
-    parser.add_argument("b", metavar="B", help="the trace to compare, e.g. the torch.compile run")
+    parser.add_argument("a", metavar="A", help="the baseline trace, e.g. the eager run (.json or .json.gz);"
+                        " a directory of rank traces: a job")
+    parser.add_argument("b", metavar="B", help="the trace to compare, e.g. the torch.compile run; a directory: a job")
+    parser.add_argument("--rank", type=int, metavar="N",
+                        help="for two jobs (directories): diff rank N's traces (the screen, or --format)")
+    parser.add_argument("--scheduler", metavar="ADDRESS",
+                        help="for two jobs: summarise the ranks on a Dask cluster, or 'local' (needs the cluster extra)")
     parser.add_argument(
         "--format",
         choices=("table", "json", "markdown"),
@@ -48,18 +53,77 @@ def parse_share(text: str) -> float:
 
 
 def run(args: argparse.Namespace) -> int:
+    from kerneltui.analysis.ranks.discover import is_job
+
+    jobs = [is_job([p]) for p in (args.a, args.b)]
+    if any(jobs):
+        if not all(jobs):
+            raise UserError("diff compares a trace with a trace, or a job (directory) with a job: "
+                            f"{args.a if jobs[0] else args.b} is a directory, the other is not")
+        if args.rank is None:
+            return run_jobs(args)
+        args.a, args.b = _rank_files(args, args.rank)
+    elif args.rank is not None or args.scheduler:
+        raise UserError(f"--{'rank' if args.rank is not None else 'scheduler'} is for two jobs (directories of rank traces)")
+    return run_traces(args)
+
+
+def _rank_files(args: argparse.Namespace, rank: int) -> tuple[str, str]:
+    """Rank N's trace in each job, found as the job summary numbers ranks."""
+    from kerneltui.analysis.ranks.compare import rank_file
+    from kerneltui.analysis.ranks.discover import peek_rank, rank_files
+    from kerneltui.analysis.ranks.job import job_of
+    from kerneltui.analysis.ranks.rank import RankSummary, rank_of_file
+
+    out = []
+    for directory in (args.a, args.b):
+        stubs = []
+        for f in rank_files([directory]):
+            number = peek_rank(f)
+            number = rank_of_file(f) if number is None else number
+            stubs.append(RankSummary(path=f, rank=number, rank_from="", world_size=None, backend="", device=""))
+        try:
+            out.append(rank_file(job_of(stubs), rank))
+        except KeyError:
+            raise UserError(f"{directory}: no rank {rank} in this job") from None
+    return out[0], out[1]
+
+
+def run_jobs(args: argparse.Namespace) -> int:
+    from kerneltui import ranks_report
+    from kerneltui.analysis.ranks.compare import compare_jobs
+    from kerneltui.analysis.ranks.job import summarize_job
+    from kerneltui.terminal_text import printable
+
+    if args.fail_if_slower is not None or args.top is not None:
+        raise UserError("--fail-if-slower and --top are for two traces; for two jobs use --rank N to diff one rank")
+    cache = False if args.no_cache else None
+    a = summarize_job([args.a], cache=cache, scheduler=args.scheduler)
+    b = summarize_job([args.b], cache=cache, scheduler=args.scheduler)
+    d = compare_jobs(a, b)
+    render = {"json": ranks_report.job_diff_json, "markdown": ranks_report.job_diff_markdown}.get(
+        args.format, ranks_report.job_diff_table)
+    sys.stdout.write(render(d))
+    sys.stdout.flush()
+    for side, job in (("A", a), ("B", b)):
+        for warning in job.warnings:
+            print(printable(f"kerneltui: {side}: {warning}"), file=sys.stderr)
+    return 2 if any(r.error or r.incomplete for job in (a, b) for r in job.ranks) else 0
+
+
+def run_traces(args: argparse.Namespace) -> int:
     fmt = args.format or ("table" if args.fail_if_slower is not None else None)
     if fmt is None:
-        from kerneltui.tui.diff.app import run_app
         from kerneltui.trace.model import load_trace, start_workers_for
+        from kerneltui.tui.diff.app import run_app
 
         start_workers_for([args.a, args.b], cache=False if args.no_cache else None)  # before Textual's threads
         return run_app(args.a, args.b, loader=functools.partial(load_trace, cache=False if args.no_cache else None, write_later=True))
 
     from kerneltui import diff_report
+    from kerneltui.analysis.compare.diff import diff_traces
     from kerneltui.terminal_text import printable
     from kerneltui.trace import load_trace
-    from kerneltui.analysis.compare.diff import diff_traces
 
     cache = False if args.no_cache else None
     a, b = load_trace(args.a, cache=cache), load_trace(args.b, cache=cache)

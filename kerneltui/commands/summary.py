@@ -1,4 +1,7 @@
-"""`kerneltui summary TRACE`: the kernels of one trace, for a terminal or a script."""
+"""`kerneltui summary TRACE`: the kernels of one trace, for a terminal or a script.
+
+`kerneltui summary DIR` (or several rank files): one job, a row per rank (analysis/ranks).
+"""
 
 from __future__ import annotations
 
@@ -9,8 +12,13 @@ HELP = "Print the GPU work of a trace: busy time, launches per step, kernels by 
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("trace", help="a torch.profiler trace (.json or .json.gz)")
-    parser.add_argument("--format", choices=("table", "json", "csv"), default="table")
+    parser.add_argument("trace", nargs="+",
+                        help="a torch.profiler trace (.json or .json.gz); a directory or several files: one job's ranks")
+    parser.add_argument("--format", choices=("table", "json", "csv", "markdown"), default="table",
+                        help="markdown: for a job (a directory or several rank files)")
+    parser.add_argument("--scheduler", metavar="ADDRESS",
+                        help="a job's ranks on a Dask cluster (tcp://host:8786), or 'local' for a LocalCluster"
+                             " (needs the cluster extra)")
     parser.add_argument(
         "--top", type=positive_int, metavar="N", help="only the N kernels (or launches) with most GPU time"
     )
@@ -35,6 +43,37 @@ def positive_int(text: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    from kerneltui.analysis.ranks.discover import is_job
+    from kerneltui.errors import UserError
+
+    if is_job(args.trace):
+        return run_job(args)
+    if args.format == "markdown" or args.scheduler:
+        raise UserError(f"--{'format markdown' if args.format == 'markdown' else 'scheduler'} is for a job: "
+                        "a directory of rank traces, or several rank files")
+    args.trace = args.trace[0]
+    return run_trace(args)
+
+
+def run_job(args: argparse.Namespace) -> int:
+    from kerneltui import ranks_report
+    from kerneltui.analysis.ranks.job import summarize_job
+    from kerneltui.errors import UserError
+    from kerneltui.terminal_text import printable
+
+    if args.top or args.filter or args.launches or args.full_names:
+        raise UserError("--top, --filter, --launches and --full-names are for one trace, not a job")
+    job = summarize_job(args.trace, cache=False if args.no_cache else None, scheduler=args.scheduler)
+    text = {"json": ranks_report.as_json, "csv": ranks_report.as_csv, "markdown": ranks_report.as_markdown,
+            "table": ranks_report.as_table}[args.format](job)
+    sys.stdout.write(text)
+    sys.stdout.flush()
+    for warning in job.warnings:
+        print(printable(f"kerneltui: {warning}"), file=sys.stderr)
+    return 2 if any(r.error or r.incomplete for r in job.ranks) else 0  # as for one trace: not whole, exit 2
+
+
+def run_trace(args: argparse.Namespace) -> int:
     from kerneltui import report
     from kerneltui.terminal_text import printable
     from kerneltui.trace import load_trace

@@ -1,0 +1,175 @@
+"""A multi-rank job: every rank summarised, clocks lined up, stragglers and clock artefacts found."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from kerneltui.analysis.ranks.clock import (
+    Matched,
+    clock_offsets,
+    lateness,
+    match_collectives,
+    stragglers,
+)
+from kerneltui.analysis.ranks.collectives import SYNCHRONISING
+from kerneltui.analysis.ranks.discover import rank_files
+from kerneltui.analysis.ranks.rank import RankSummary
+from kerneltui.analysis.ranks.run import summarize_ranks
+from kerneltui.errors import UserError
+
+ARTEFACT_MIN_NS = 100_000  # below this an inflated span is noise next to launch jitter
+
+
+@dataclass(frozen=True)
+class Artefact:
+    """A collective that, across ranks on their raw clocks, looks far longer than it is once the clocks
+    are lined up: the difference is clock offset (or profilers started apart), not communication."""
+
+    index: int  # among the matched collectives, in time order
+    kind: str
+    raw_span_ns: int  # first rank's start to last rank's end, raw clocks
+    aligned_span_ns: int  # the same with each rank's offset removed
+
+
+@dataclass(frozen=True)
+class Job:
+    ranks: list[RankSummary]  # every file, rank order; failed ones carry ``error``
+    offsets_ns: dict[int, int] | None  # rank -> clock offset from the first good rank; None: unknown
+    lateness_ns: dict[int, int] = field(default_factory=dict)
+    stragglers: list[int] = field(default_factory=list)  # ranks, worst first
+    artefacts: list[Artefact] = field(default_factory=list)
+    matched: int = 0  # collectives found on every rank (what the offsets rest on)
+    world_size: int | None = None
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def good(self) -> list[RankSummary]:
+        return [r for r in self.ranks if not r.error]
+
+    def totals(self) -> dict:
+        good = self.good
+        sums = {k: sum(getattr(r, k) for r in good)
+                for k in ("busy_ns", "compute_ns", "comm_ns", "exposed_comm_ns", "idle_ns", "window_ns")}
+        steps = [r.step_ns for r in good]
+        return {
+            "ranks": len(good), "failed": len(self.ranks) - len(good), "world_size": self.world_size,
+            "step_ns_max": max(steps, default=0), "step_ns_mean": int(np.mean(steps)) if steps else 0,
+            **sums,
+            "comm_share": sums["comm_ns"] / sums["busy_ns"] if sums["busy_ns"] else 0.0,
+            "exposed_comm_share": sums["exposed_comm_ns"] / sums["busy_ns"] if sums["busy_ns"] else 0.0,
+        }
+
+
+def summarize_job(paths: list[str], cache: bool | None = None, scheduler: str | None = None, progress=None) -> Job:
+    files = rank_files(paths)
+    summaries = summarize_ranks(files, cache, scheduler, progress)
+    return job_of(summaries)
+
+
+def job_of(summaries: list[RankSummary]) -> Job:
+    """The job-level analysis of rank summaries (however they were computed)."""
+    warnings: list[str] = []
+    ranks = _numbered(summaries, warnings)
+    good = [r for r in ranks if not r.error]
+    for r in ranks:
+        if r.error:
+            warnings.append(f"rank {r.rank}: {r.error} (the other ranks are summarised)")
+        warnings.extend(f"rank {r.rank}: {w}" for w in r.warnings)
+    if not good:
+        raise UserError("no rank of this job could be read: " + "; ".join(r.error for r in ranks))
+    world = _world_size(good, len(ranks), warnings)
+    _check_devices(good, warnings)
+    if len(good) == 1:
+        warnings.append("one rank: clock offsets, lateness and stragglers need at least two")
+        return Job(ranks, {good[0].rank: 0}, world_size=world, warnings=tuple(warnings))
+    _count_mismatch(good, warnings)
+    matched = match_collectives([r.collectives for r in good])
+    offsets = clock_offsets(matched)
+    if offsets is None:
+        warnings.append("no synchronising collective (all-reduce, all-gather, reduce-scatter, broadcast) is on "
+                        "every rank: clock offsets unknown, ranks are shown on their own clocks")
+        return Job(ranks, None, world_size=world, warnings=tuple(warnings))
+    late = lateness(matched, offsets)
+    order = [r.rank for r in good]
+    return Job(
+        ranks,
+        {rank: int(o) for rank, o in zip(order, offsets)},
+        lateness_ns={rank: int(v) for rank, v in zip(order, late)},
+        stragglers=[order[i] for i in stragglers(matched, offsets)],
+        artefacts=_artefacts(matched, offsets),
+        matched=len(matched.keys),
+        world_size=world,
+        warnings=tuple(warnings),
+    )
+
+
+def _numbered(summaries: list[RankSummary], warnings: list[str]) -> list[RankSummary]:
+    """Rank numbers from distributedInfo or file names; by file order where missing or repeated."""
+    numbers = [s.rank for s in summaries]
+    missing = [s for s in summaries if s.rank is None]
+    repeated = [n for n, k in Counter(n for n in numbers if n is not None).items() if k > 1]
+    if repeated:
+        warnings.append(f"rank {repeated[0]} is in more than one file (two jobs mixed?): ranks numbered by file order")
+        summaries = [replace(s, rank=i, rank_from="") for i, s in enumerate(summaries)]
+    elif missing:
+        used = {n for n in numbers if n is not None}
+        free = (i for i in range(len(summaries) + len(used)) if i not in used)
+        named = {id(s): next(free) for s in missing}
+        warnings.append(f"{len(missing)} of {len(summaries)} files say no rank (no distributedInfo, no rank in the "
+                        "name): numbered by file order")
+        summaries = [replace(s, rank=named[id(s)]) if s.rank is None else s for s in summaries]
+    return sorted(summaries, key=lambda s: s.rank)
+
+
+def _world_size(good: list[RankSummary], files: int, warnings: list[str]) -> int | None:
+    sizes = Counter(r.world_size for r in good if r.world_size is not None)
+    if not sizes:
+        return None
+    if len(sizes) > 1:
+        warnings.append("the ranks disagree on world_size (" + ", ".join(f"{w} in {k}" for w, k in sizes.items())
+                        + "): traces of different jobs?")
+    world = sizes.most_common(1)[0][0]
+    if world != files:
+        warnings.append(f"world_size is {world} but {files} rank file{'s' if files != 1 else ''} "
+                        f"{'were' if files != 1 else 'was'} found: the job figures cover those {files}")
+    return world
+
+
+def _check_devices(good: list[RankSummary], warnings: list[str]) -> None:
+    devices = Counter(r.device for r in good)
+    if len(devices) > 1:
+        warnings.append("the ranks ran on different devices (" + ", ".join(f"{d}: {k}" for d, k in devices.items())
+                        + "): compare their times with care")
+
+
+def _artefacts(matched: Matched, offsets: np.ndarray) -> list[Artefact]:
+    """Matched collectives whose cross-rank span on raw clocks is more than twice (and 100 µs more
+    than) their span on aligned clocks."""
+    raw = matched.end.max(axis=0) - matched.start.min(axis=0)
+    aligned = (matched.end - offsets[:, None]).max(axis=0) - (matched.start - offsets[:, None]).min(axis=0)
+    inflated = np.flatnonzero((raw > 2 * aligned) & (raw - aligned > ARTEFACT_MIN_NS))
+    return [Artefact(int(j), _kind(matched.keys[j]), int(raw[j]), int(aligned[j])) for j in inflated.tolist()]
+
+
+def _kind(key: tuple) -> str:
+    return "collective" if key[1] == "seq" else key[1]
+
+
+def _count_mismatch(good: list[RankSummary], warnings: list[str]) -> None:
+    """Matching by order assumes every rank's trace holds the same collectives: say when not."""
+    counts = {}
+    for r in good:
+        c = r.collectives
+        for key in set(zip(c.group.tolist(), c.kind.tolist())):
+            if key[1] in SYNCHRONISING:
+                counts.setdefault(key, {})[r.rank] = int(((c.group == key[0]) & (c.kind == key[1])).sum())
+    for (group, kind), per_rank in sorted(counts.items()):
+        if len(set(per_rank.values())) > 1 or len(per_rank) < len(good):
+            low = min(per_rank.values()) if len(per_rank) == len(good) else 0
+            high = max(per_rank.values())
+            warnings.append(f"the ranks hold {low} to {high} {kind} collectives{f' in group {group}' if group else ''}"
+                            " (profilers started or stopped at different steps?): matched by order from the first,"
+                            " so offsets and lateness may be off")

@@ -1,0 +1,126 @@
+"""Summarise every rank: in worker processes bounded by memory, or on a Dask cluster.
+
+Only the per-rank summaries come back (a few numbers and the collective kernels), never the
+traces, so the parent's memory does not grow with the job. Locally, as many ranks are loaded at
+once as there are cores and as the memory available holds (a rank takes about three times its
+JSON while it loads); each worker decodes its rank in one process (no nested decode pool).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from functools import partial
+
+from kerneltui.analysis.ranks.rank import RankSummary, summarize_rank_file
+from kerneltui.errors import UserError
+
+LOAD_PEAK_PER_BYTE = 3  # peak memory while one rank loads, per byte of its JSON (measured ~1.3-2.5)
+GZIP_RATIO_GUESS = 12
+DASK_INSTALL = "--scheduler needs Dask: pip install 'kerneltui[cluster]' (or pip install 'dask[distributed]')"
+
+
+def summarize_ranks(files: list[str], cache: bool | None = None, scheduler: str | None = None,
+                    progress: Callable[[int, int], None] | None = None) -> list[RankSummary]:
+    if scheduler:
+        return _on_dask(files, cache, scheduler)
+    workers = local_workers(files)
+    if workers <= 1 or len(files) == 1:
+        out = []
+        for i, f in enumerate(files):
+            out.append(summarize_rank_file(f, cache))
+            if progress:
+                progress(i + 1, len(files))
+        return out
+    import multiprocessing
+
+    context = multiprocessing.get_context("forkserver" if _threads() > 1 else "fork")
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_one_process_decode) as pool:
+        out = []
+        for i, summary in enumerate(pool.map(partial(summarize_rank_file, cache=cache), files)):
+            out.append(summary)
+            if progress:
+                progress(i + 1, len(files))
+        return out
+
+
+def local_workers(files: list[str]) -> int:
+    """Cores, capped so that the largest ranks loading at once fit in the memory available."""
+    configured = os.environ.get("KERNELTUI_RANK_WORKERS")
+    if configured is not None:
+        return max(1, int(configured))
+    cores = os.cpu_count() or 1
+    largest = max((_json_bytes(f) for f in files), default=0)
+    available = _available_memory()
+    if not largest or available is None:
+        return min(cores, len(files))
+    fit = int(0.8 * available // (LOAD_PEAK_PER_BYTE * largest))
+    return max(1, min(cores, len(files), fit))
+
+
+def _json_bytes(path: str) -> int:
+    try:
+        size = os.path.getsize(path)
+        with open(path, "rb") as f:
+            return size * GZIP_RATIO_GUESS if f.read(2) == b"\x1f\x8b" else size
+    except OSError:
+        return 0
+
+
+def _available_memory() -> int | None:
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError):
+        return None
+
+
+def _threads() -> int:
+    import threading
+
+    return threading.active_count()
+
+
+def _one_process_decode() -> None:
+    os.environ["KERNELTUI_WORKERS"] = "0"  # the ranks are the parallelism: no decode pool inside each
+
+
+def _on_dask(files: list[str], cache: bool | None, scheduler: str) -> list[RankSummary]:
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError:
+        raise UserError(DASK_INSTALL) from None
+    cluster = None
+    try:
+        if scheduler == "local":
+            cluster = LocalCluster(n_workers=local_workers(files), threads_per_worker=1, processes=True,
+                                   dashboard_address=None)
+            client = Client(cluster)
+        else:
+            client = Client(scheduler, timeout="10s")
+    except (OSError, TimeoutError) as exc:
+        raise UserError(f"--scheduler {scheduler}: cannot reach the Dask scheduler ({exc})") from None
+    try:
+        # each worker opens the rank files itself: they must be on a file system it can reach
+        futures = client.map(_dask_task, files, cache=cache, pure=False)
+        return client.gather(futures)
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+def _dask_task(path: str, cache: bool | None) -> RankSummary:
+    _one_process_decode()
+    if not os.path.exists(path):
+        return RankSummary(path=path, rank=None, rank_from="", world_size=None, backend="", device="",
+                           error=f"{path}: not found on the Dask worker (its file system must hold the traces)")
+    return summarize_rank_file(path, cache)
+

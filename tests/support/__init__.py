@@ -1,0 +1,1 @@
+"""Helpers that build test inputs (synthetic traces, multi-rank jobs)."""
