@@ -17,7 +17,7 @@ import orjson
 from kerneltui.analysis.ranks.compare import FIGURES, JobDiff
 from kerneltui.analysis.ranks.job import Job
 from kerneltui.terminal_text import json_safe, printable
-from kerneltui.units import fmt_ns
+from kerneltui.units import fmt_ns, plural
 
 RANK_FIELDS = ("rank", "device", "steps", "step_ns", "busy_ns", "compute_ns", "comm_ns", "exposed_comm_ns",
                "idle_ns", "window_ns", "launches", "collectives", "clock_offset_ns", "lateness_ns", "path", "error")
@@ -111,7 +111,7 @@ def headline(job: Job) -> list[str]:
     """Two lines that fit 80 columns: what the job is, and its totals."""
     t = job.totals()
     return [
-        printable(f"{t['ranks']} ranks" + (f" of world_size {t['world_size']}" if t["world_size"] else "")
+        printable(plural(t["ranks"], "rank") + (f" of world_size {t['world_size']}" if t["world_size"] else "")
                   + (f" ({t['failed']} failed)" if t["failed"] else "") + f" · {job.good[0].device}"),
         (f"step {fmt_ns(t['step_ns_max'])} (slowest rank) · communication {t['comm_share']:.1%} of GPU busy,"
          f" exposed {t['exposed_comm_share']:.1%}"),

@@ -27,6 +27,8 @@ from kerneltui.analysis.ranks.rank import Collectives
 # and by more than 3 robust deviations of the ranks' lateness (noise between healthy ranks).
 STRAGGLER_SHARE = 0.1
 MAX_SHIFT = 8  # how many collectives apart two ranks' profilers may have started
+# Collectives end together to within µs; end differences spread wider than this mean the pairs are wrong.
+CONSISTENT_NS = 250_000
 
 
 @dataclass(frozen=True)
@@ -38,11 +40,39 @@ class Matched:
     end: np.ndarray
 
 
-def match_collectives(ranks: list[Collectives]) -> Matched:
-    """The synchronising collectives that every rank has, in the order of the first rank."""
+@dataclass(frozen=True)
+class ClockFit:
+    """Each rank's offset from the reference rank, or None where its collectives do not line up."""
+
+    offsets: list[int | None]  # per rank, in ns, the first rank with a known offset at 0
+    shared: list[int]  # collectives each rank has in common with the reference
+    spread: list[int]  # the robust spread of its end differences (large: the matches disagree)
+    keyed: list[dict[tuple, int]]  # per rank, its collectives under keys aligned with the reference's
+
+
+def fit_clocks(ranks: list[Collectives]) -> ClockFit:
+    """Offsets from the rank with the most synchronising collectives (the fullest trace)."""
     keyed = [_keys(c) for c in ranks]
-    if keyed:
-        keyed = [keyed[0]] + [_shifted(keyed[0], k, ranks[0], c) for k, c in zip(keyed[1:], ranks[1:])]
+    ref = max(range(len(ranks)), key=lambda i: (len(keyed[i]), -i)) if ranks else 0
+    offsets: list[int | None] = []
+    shared, spread = [], []
+    for i, c in enumerate(ranks):
+        if i != ref:
+            keyed[i] = _shifted(keyed[ref], keyed[i], ranks[ref], c)
+        common = [key for key in keyed[i] if key in keyed[ref]]
+        diff = np.array([c.end[keyed[i][k]] - ranks[ref].end[keyed[ref][k]] for k in common], np.int64)
+        offset = int(np.median(diff).round()) if len(diff) else None
+        mad = int(np.median(np.abs(diff - offset))) if len(diff) else 0
+        shared.append(len(common))
+        spread.append(mad)
+        offsets.append(offset if offset is not None and mad <= CONSISTENT_NS else None)
+    first = next((o for o in offsets if o is not None), 0)
+    return ClockFit([None if o is None else o - first for o in offsets], shared, spread, keyed)
+
+
+def match_collectives(ranks: list[Collectives], keyed: list[dict[tuple, int]] | None = None) -> Matched:
+    """The synchronising collectives that every rank has, in the order of the first rank."""
+    keyed = keyed if keyed is not None else [_keys(c) for c in ranks]
     common = set(keyed[0]) if keyed else set()
     for k in keyed[1:]:
         common &= set(k)
@@ -75,10 +105,11 @@ def _keys(c: Collectives) -> dict[tuple, int]:
 def _shifted(ref_keys: dict[tuple, int], keys: dict[tuple, int], ref: Collectives, c: Collectives) -> dict[tuple, int]:
     """``keys`` renumbered so that each (group, kind) sequence lines up with the reference's.
 
-    A rank whose profiler started a few collectives later (or earlier) holds the same
-    collectives under other occurrence numbers, and a different count of them. The right shift is the one under which the end
-    differences are one constant (the clock offset): the smallest median absolute deviation,
-    with message sizes that disagree (where both records say) counted against a shift."""
+    A rank whose profiler started a few collectives later (or earlier), or whose trace is cut
+    off, holds the same collectives under other occurrence numbers, and a different count of
+    them. The right shift is the one under which the end differences are one constant (the
+    clock offset): the smallest median absolute deviation, with message sizes that disagree
+    (where both records say) counted against a shift. A sequence too short to tell is left out."""
     out = {key: i for key, i in keys.items() if key[1] == "seq"}
     for sequence in {key[:2] for key in keys if key[1] != "seq"}:
         mine = sorted((key[2], i) for key, i in keys.items() if key[:2] == sequence)
@@ -88,15 +119,16 @@ def _shifted(ref_keys: dict[tuple, int], keys: dict[tuple, int], ref: Collective
         shift = 0 if len(mine) == len(theirs) else _best_shift(
             [ref.end[i] for _, i in theirs], [c.end[i] for _, i in mine],
             [ref.nbytes[i] for _, i in theirs], [c.nbytes[i] for _, i in mine])
-        out.update({(*sequence, k - shift): i for k, i in mine})
+        if shift is not None:
+            out.update({(*sequence, k - shift): i for k, i in mine})
     return out
 
 
-def _best_shift(ref_end: list, end: list, ref_bytes: list, nbytes: list, most: int = MAX_SHIFT) -> int:
-    """The s for which ``end[k]`` pairs with ``ref_end[k - s]``."""
+def _best_shift(ref_end: list, end: list, ref_bytes: list, nbytes: list, most: int = MAX_SHIFT) -> int | None:
+    """The s for which ``end[k]`` pairs with ``ref_end[k - s]``; None when too few pairs to tell."""
     ref_end, end = np.asarray(ref_end, np.int64), np.asarray(end, np.int64)
     ref_bytes, nbytes = np.asarray(ref_bytes, np.int64), np.asarray(nbytes, np.int64)
-    best, best_score = 0, None
+    best, best_score = None, None
     for s in sorted(range(-most, most + 1), key=abs):  # ties go to the smallest shift
         mine = np.arange(max(0, s), min(len(end), len(ref_end) + s))
         if len(mine) < max(3, min(len(end), len(ref_end)) // 2):
@@ -109,13 +141,6 @@ def _best_shift(ref_end: list, end: list, ref_bytes: list, nbytes: list, most: i
         if best_score is None or score < best_score:
             best, best_score = s, score
     return best
-
-
-def clock_offsets(matched: Matched) -> np.ndarray | None:
-    """Offset of each rank's clock from the first rank's, in ns (None: nothing to match on)."""
-    if not matched.keys:
-        return None
-    return np.median(matched.end - matched.end[0], axis=1).round().astype(np.int64)
 
 
 def lateness(matched: Matched, offsets: np.ndarray) -> np.ndarray:

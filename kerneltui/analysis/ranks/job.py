@@ -7,18 +7,13 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from kerneltui.analysis.ranks.clock import (
-    Matched,
-    clock_offsets,
-    lateness,
-    match_collectives,
-    stragglers,
-)
+from kerneltui.analysis.ranks.clock import Matched, fit_clocks, lateness, match_collectives, stragglers
 from kerneltui.analysis.ranks.collectives import SYNCHRONISING
 from kerneltui.analysis.ranks.discover import rank_files
 from kerneltui.analysis.ranks.rank import RankSummary
 from kerneltui.analysis.ranks.run import summarize_ranks
 from kerneltui.errors import UserError
+from kerneltui.units import fmt_ns, plural
 
 ARTEFACT_MIN_NS = 100_000  # below this an inflated span is noise next to launch jitter
 
@@ -85,18 +80,36 @@ def job_of(summaries: list[RankSummary]) -> Job:
     if len(good) == 1:
         warnings.append("one rank: clock offsets, lateness and stragglers need at least two")
         return Job(ranks, {good[0].rank: 0}, world_size=world, warnings=tuple(warnings))
-    _count_mismatch(good, warnings)
-    matched = match_collectives([r.collectives for r in good])
-    offsets = clock_offsets(matched)
-    if offsets is None:
-        warnings.append("no synchronising collective (all-reduce, all-gather, reduce-scatter, broadcast) is on "
-                        "every rank: clock offsets unknown, ranks are shown on their own clocks")
+    if not any(len(r.collectives) for r in good):
+        warnings.append("no collective kernels on any rank (compute only): nothing to line the clocks up with, "
+                        "ranks are shown on their own clocks")
         return Job(ranks, None, world_size=world, warnings=tuple(warnings))
+    _count_mismatch(good, warnings)
+    fit = fit_clocks([r.collectives for r in good])
+    known = [i for i, o in enumerate(fit.offsets) if o is not None]
+    for i, r in enumerate(good):
+        if fit.offsets[i] is None and fit.shared[i]:
+            warnings.append(f"rank {r.rank}'s collectives do not line up with the others' (their ends differ by "
+                            f"{fmt_ns(fit.spread[i])} around any one offset: a cut-off or mismatched trace?): "
+                            "its clock offset is unknown")
+        elif fit.offsets[i] is None and len(known) >= 2:
+            warnings.append(f"rank {r.rank} shares no synchronising collective with the others: its clock offset "
+                            "is unknown")
+    if len(known) < 2:
+        warnings.append("no synchronising collective (all-reduce, all-gather, reduce-scatter, broadcast) lines up "
+                        "across ranks: clock offsets unknown, ranks are shown on their own clocks")
+        return Job(ranks, None, world_size=world, warnings=tuple(warnings))
+    ranked = [good[i] for i in known]
+    offsets = np.array([fit.offsets[i] for i in known], np.int64)
+    matched = match_collectives([r.collectives for r in ranked], [fit.keyed[i] for i in known])
+    order = [r.rank for r in ranked]
+    offsets_ns = {rank: int(o) for rank, o in zip(order, offsets)}
+    if not matched.keys:  # offsets from pairs with the reference, but no collective on every rank
+        return Job(ranks, offsets_ns, world_size=world, warnings=tuple(warnings))
     late = lateness(matched, offsets)
-    order = [r.rank for r in good]
     return Job(
         ranks,
-        {rank: int(o) for rank, o in zip(order, offsets)},
+        offsets_ns,
         lateness_ns={rank: int(v) for rank, v in zip(order, late)},
         stragglers=[order[i] for i in stragglers(matched, offsets)],
         artefacts=_artefacts(matched, offsets),
@@ -118,8 +131,10 @@ def _numbered(summaries: list[RankSummary], warnings: list[str]) -> list[RankSum
         used = {n for n in numbers if n is not None}
         free = (i for i in range(len(summaries) + len(used)) if i not in used)
         named = {id(s): next(free) for s in missing}
-        warnings.append(f"{len(missing)} of {len(summaries)} files say no rank (no distributedInfo, no rank in the "
-                        "name): numbered by file order")
+        readable = [s for s in missing if not s.error]  # an unreadable file says nothing either way
+        if readable:
+            warnings.append(f"{len(readable)} of {len(summaries)} files say no rank (no distributedInfo, no rank in "
+                            "the name): numbered by file order")
         summaries = [replace(s, rank=named[id(s)]) if s.rank is None else s for s in summaries]
     return sorted(summaries, key=lambda s: s.rank)
 
@@ -133,13 +148,13 @@ def _world_size(good: list[RankSummary], files: int, warnings: list[str]) -> int
                         + "): traces of different jobs?")
     world = sizes.most_common(1)[0][0]
     if world != files:
-        warnings.append(f"world_size is {world} but {files} rank file{'s' if files != 1 else ''} "
-                        f"{'were' if files != 1 else 'was'} found: the job figures cover those {files}")
+        warnings.append(f"world_size is {world} but {plural(files, 'rank file')} {'were' if files != 1 else 'was'}"
+                        f" found: the job figures cover {f'those {files}' if files != 1 else 'that one'}")
     return world
 
 
 def _check_devices(good: list[RankSummary], warnings: list[str]) -> None:
-    devices = Counter(r.device for r in good)
+    devices = Counter(r.device for r in good if r.device != "unknown device")  # unknown is not different
     if len(devices) > 1:
         warnings.append("the ranks ran on different devices (" + ", ".join(f"{d}: {k}" for d, k in devices.items())
                         + "): compare their times with care")
@@ -159,7 +174,8 @@ def _kind(key: tuple) -> str:
 
 
 def _count_mismatch(good: list[RankSummary], warnings: list[str]) -> None:
-    """Matching by order assumes every rank's trace holds the same collectives: say when not."""
+    """Matching by order assumes every rank's trace holds the same collectives: say when not (clock.py
+    then searches for the shift that lines each rank's up)."""
     counts = {}
     for r in good:
         c = r.collectives
@@ -171,5 +187,5 @@ def _count_mismatch(good: list[RankSummary], warnings: list[str]) -> None:
             low = min(per_rank.values()) if len(per_rank) == len(good) else 0
             high = max(per_rank.values())
             warnings.append(f"the ranks hold {low} to {high} {kind} collectives{f' in group {group}' if group else ''}"
-                            " (profilers started or stopped at different steps?): matched by order from the first,"
-                            " so offsets and lateness may be off")
+                            " (a cut-off trace, or profilers started at different steps?): each rank's are lined up"
+                            " with the fullest rank's by their end times where enough overlap, else left out")

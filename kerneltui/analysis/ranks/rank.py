@@ -96,6 +96,10 @@ def summarize_rank_file(path: str, cache: bool | None = None) -> RankSummary:
     except MemoryError:
         return RankSummary(path=str(path), rank=rank_of_file(path), rank_from="", world_size=None, backend="",
                            device="", error=f"{path}: not enough memory to load this rank")
+    if not len(trace.events):
+        return RankSummary(path=str(path), rank=trace.meta.rank if trace.meta.rank is not None else rank_of_file(path),
+                           rank_from="", world_size=trace.meta.world_size, backend="", device="",
+                           error=f"{path}: no events in this trace: nothing to summarise")
     return summarize_rank(trace)
 
 
