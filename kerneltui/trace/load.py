@@ -20,13 +20,14 @@ import numpy as np
 import orjson
 
 from kerneltui.errors import TraceError
-from kerneltui.trace.blocks import BlockStream
 from kerneltui.trace import repair
 from kerneltui.trace.begin_end import pair_begin_end
-from kerneltui.trace.decode import _ONE_EVENT, ChunkDecoder, FileChanged, events_from_items, events_from_pieces
-from kerneltui.trace.repair import Losses
-from kerneltui.trace.pool import ChunkPool
+from kerneltui.trace.blocks import BlockStream
+from kerneltui.trace.decode import ChunkDecoder, FileChanged
+from kerneltui.trace.events import _ONE_EVENT, events_from_items, events_from_pieces
 from kerneltui.trace.meta import trace_meta
+from kerneltui.trace.pool import ChunkPool
+from kerneltui.trace.repair import Losses
 from kerneltui.trace.schema import EVENT_COLUMNS, TraceMeta
 
 _WS = b" \t\r\n"
