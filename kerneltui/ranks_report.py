@@ -91,20 +91,20 @@ _COLUMNS = (("rank", "rank"), ("step", "step_ns"), ("busy", "busy_ns"), ("comput
             ("late", "lateness_ns"))
 
 
+def time_cell(key: str, ns: int | None) -> str:
+    """A figure as the table shows it (and the ranks screen): – unknown, 0, + on a clock ahead."""
+    if ns is None:
+        return "–"
+    if ns == 0:
+        return "0"
+    return ("+" if key == "clock_offset_ns" and ns > 0 else "") + fmt_ns(ns)
+
+
 def _cells(row: dict, straggler: bool = False) -> list[str]:
     rank = f"{row['rank']} ◀" if straggler else str(row["rank"])
     if row["error"]:
         return [rank, "failed: " + printable(row["error"])]
-    cells = [rank]
-    for _, key in _COLUMNS[1:]:
-        v = row[key]
-        if v is None:
-            cells.append("–")
-        elif v == 0:
-            cells.append("0")
-        else:
-            cells.append(("+" if key == "clock_offset_ns" and v > 0 else "") + fmt_ns(v))
-    return cells
+    return [rank, *(time_cell(key, row[key]) for _, key in _COLUMNS[1:])]
 
 
 def headline(job: Job) -> list[str]:

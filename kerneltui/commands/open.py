@@ -1,4 +1,7 @@
-"""`kerneltui open TRACE` (or `kerneltui TRACE`): the trace browser in the terminal."""
+"""`kerneltui open TRACE` (or `kerneltui TRACE`): the trace browser in the terminal.
+
+`kerneltui open DIR` (or several rank files): one job, a row and a timeline lane per rank (tui/ranks).
+"""
 
 from __future__ import annotations
 
@@ -6,24 +9,40 @@ import argparse
 import functools
 import sys
 
-
 HELP = "Browse a trace: kernels, every launch, details and a timeline, all by keyboard."
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("trace", help="a torch.profiler trace (.json or .json.gz)")
+    parser.add_argument("trace", nargs="+",
+                        help="a torch.profiler trace (.json or .json.gz); a directory or several files: one job's ranks")
     parser.add_argument("--no-cache", action="store_true", help="read the trace afresh: neither use nor write the column cache")
 
 
 def run(args: argparse.Namespace) -> int:
-    from kerneltui.tui.app import build_app  # textual loads only for this command
-    from kerneltui.trace.model import load_trace, start_workers_for
+    from kerneltui.analysis.ranks.discover import is_job
 
-    start_workers_for([args.trace], cache=False if args.no_cache else None)  # before Textual's threads
+    if is_job(args.trace):
+        return run_job(args)
+    from kerneltui.trace.model import load_trace, start_workers_for
+    from kerneltui.tui.app import build_app  # textual loads only for this command
+
+    path = args.trace[0]
+    start_workers_for([path], cache=False if args.no_cache else None)  # before Textual's threads
     # write_later: a new cache entry is written after the first screen, not before it
-    app = build_app(args.trace, functools.partial(load_trace, cache=False if args.no_cache else None, write_later=True))
+    app = build_app(path, functools.partial(load_trace, cache=False if args.no_cache else None, write_later=True))
+    return _run_app(app)
+
+
+def run_job(args: argparse.Namespace) -> int:
+    from kerneltui.tui.ranks.app import build_ranks_app
+
+    # build_ranks_app starts what the rank workers need from this (main) thread, before Textual's
+    return _run_app(build_ranks_app(args.trace, cache=False if args.no_cache else None))
+
+
+def _run_app(app) -> int:
     app.run()
-    # after the screen is gone, the lines the CLI prints (the error, or the trace's warnings), on stderr
+    # after the screen is gone, the lines the CLI prints (the error, or the warnings), on stderr
     for line in app.after_exit_lines():
         print(line, file=sys.stderr)
     return app.return_code or 0

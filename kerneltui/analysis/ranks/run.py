@@ -9,9 +9,9 @@ JSON while it loads); each worker decodes its rank in one process (no nested dec
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
-from functools import partial
+from concurrent.futures import ProcessPoolExecutor, as_completed
 
 from kerneltui.analysis.ranks.rank import RankSummary, summarize_rank_file
 from kerneltui.errors import UserError
@@ -37,11 +37,12 @@ def summarize_ranks(files: list[str], cache: bool | None = None, scheduler: str 
 
     context = multiprocessing.get_context("forkserver" if _threads() > 1 else "fork")
     with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_one_process_decode) as pool:
-        out = []
-        for i, summary in enumerate(pool.map(partial(summarize_rank_file, cache=cache), files)):
-            out.append(summary)
+        futures = {pool.submit(summarize_rank_file, f, cache): i for i, f in enumerate(files)}
+        out: list[RankSummary | None] = [None] * len(files)
+        for done, future in enumerate(as_completed(futures), 1):  # progress as ranks finish, not in file order
+            out[futures[future]] = future.result()
             if progress:
-                progress(i + 1, len(files))
+                progress(done, len(files))
         return out
 
 
@@ -124,3 +125,29 @@ def _dask_task(path: str, cache: bool | None) -> RankSummary:
                            error=f"{path}: not found on the Dask worker (its file system must hold the traces)")
     return summarize_rank_file(path, cache)
 
+
+def start_rank_workers(paths: list[str], cache: bool | None = None) -> None:
+    """From the main thread, before an app starts threads: the resource tracker that the rank
+    workers' pool needs (started from a Textual thread it fails: Textual's stderr has no file
+    descriptor to hand on), and a forkserver that has imported the summariser (each worker starts
+    warm); with the cache off, the decode workers that opening a big rank will use (as `open FILE`)."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    import multiprocessing
+    from multiprocessing import forkserver, resource_tracker
+
+    from kerneltui.analysis.ranks.discover import rank_files
+    from kerneltui.trace.cache import enabled as cache_enabled
+    from kerneltui.trace.model import start_workers_for
+
+    try:
+        files = rank_files(paths)
+    except UserError:
+        return  # the command shows it
+    if not cache_enabled(cache):
+        start_workers_for(files, cache)  # first: they fork while the process has one thread
+    if local_workers(files) <= 1 or len(files) <= 1:
+        return  # summarised in the app's thread: no process to start
+    resource_tracker.ensure_running()
+    multiprocessing.get_context("forkserver").set_forkserver_preload(["kerneltui.analysis.ranks.rank"])
+    forkserver.ensure_running()
