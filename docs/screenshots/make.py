@@ -62,7 +62,38 @@ async def diff_shot(name, a, b, size):
         (ROOT / "docs/screenshots" / name).write_text(app.export_screenshot(title=name.removesuffix(".svg")))
 
 
+RANKS = [("ranks-8-ranks-80x24.svg", (80, 24), []), ("ranks-8-ranks-zoomed-160x45.svg", (160, 45),
+          ["down", "down", "down", "plus", "plus", "plus", "plus"])]
+
+
+async def ranks_shot(name, size, keys):
+    """An 8-rank job made from a real DDP rank (tests/support/rank_job.py, seed 0, straggler rank 3)."""
+    import tempfile
+
+    from kerneltui.tui.ranks.app import build_ranks_app
+    from kerneltui.tui.ranks.screen import RanksScreen
+    from tests.support.rank_job import make_job
+
+    with tempfile.TemporaryDirectory() as tmp:
+        job = Path(tmp) / "job"
+        make_job(job, ranks=8, straggler=3, seed=0, end_noise_ns=10_000)
+        app = build_ranks_app([str(job)], cache=False)
+        async with app.run_test(size=size) as pilot:
+            for _ in range(400):
+                await pilot.pause(0.05)
+                if isinstance(app.screen, RanksScreen):
+                    break
+            for key in keys:
+                await pilot.press(key)
+                await pilot.pause()
+            await pilot.pause(0.5)
+            (ROOT / "docs/screenshots" / name).write_text(app.export_screenshot(title=name.removesuffix(".svg")))
+
+
 async def main() -> None:
+    for shot in RANKS:
+        await ranks_shot(*shot)
+        print("wrote", shot[0])
     for shot in BROWSER:
         await browser_shot(*shot)
         print("wrote", shot[0])

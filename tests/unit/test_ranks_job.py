@@ -325,3 +325,32 @@ def test_gzipped_rank_files(tmp_path):
         with gzip.open(f) as text:
             assert f.name.endswith(".json.gz") and text.read(1) == b"{"
     assert summarize_job([str(tmp_path)], cache=False).stragglers == [1]
+
+
+def test_a_worker_that_dies_is_one_line_not_a_traceback(eight, capsys, monkeypatch):
+    from concurrent.futures import Future
+    from concurrent.futures.process import BrokenProcessPool
+
+    from kerneltui.analysis.ranks import run as ranks_run
+
+    class DyingPool:  # what ProcessPoolExecutor hands back when the OOM killer takes a worker
+        def __init__(self, *args, **kwargs):
+            pass
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+        def submit(self, fn, *args):
+            future = Future()
+            future.set_exception(BrokenProcessPool("A process in the process pool was terminated abruptly"))
+            return future
+
+    monkeypatch.setattr(ranks_run, "ProcessPoolExecutor", DyingPool)
+    monkeypatch.setenv("KERNELTUI_RANK_WORKERS", "2")
+    directory, _ = eight
+    code, out, err = run(capsys, "summary", str(directory))
+    assert code == 2 and out == "" and len(err.splitlines()) == 1
+    assert err.startswith("kerneltui: a worker summarising ") and "KERNELTUI_RANK_WORKERS=1" in err

@@ -12,6 +12,7 @@ import os
 import threading
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 
 from kerneltui.analysis.ranks.rank import RankSummary, summarize_rank_file
 from kerneltui.errors import UserError
@@ -40,7 +41,11 @@ def summarize_ranks(files: list[str], cache: bool | None = None, scheduler: str 
         futures = {pool.submit(summarize_rank_file, f, cache): i for i, f in enumerate(files)}
         out: list[RankSummary | None] = [None] * len(files)
         for done, future in enumerate(as_completed(futures), 1):  # progress as ranks finish, not in file order
-            out[futures[future]] = future.result()
+            try:
+                out[futures[future]] = future.result()
+            except BrokenProcessPool:
+                raise UserError(f"a worker summarising {files[futures[future]]} died (out of memory?): "
+                                "KERNELTUI_RANK_WORKERS=1 loads one rank at a time") from None
             if progress:
                 progress(done, len(files))
         return out
