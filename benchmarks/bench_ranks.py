@@ -32,6 +32,7 @@ import tempfile
 import time
 from pathlib import Path
 
+END_NOISE_NS = 10_000  # collective ends agree across ranks to within µs, not exactly
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
@@ -52,7 +53,8 @@ def parse_jobs(text: str) -> list[tuple[int, int]]:
 
 def job_params(ranks: int, mb: int, seed: int) -> dict:
     generator = hashlib.sha1(Path(rank_job.__file__).read_bytes()).hexdigest()[:12]  # regenerate when it changes
-    return {"ranks": ranks, "mb": mb, "seed": seed, "straggler": ranks * 3 // 8, "generator": generator}
+    return {"ranks": ranks, "mb": mb, "seed": seed, "straggler": ranks * 3 // 8, "generator": generator,
+            "end_noise_ns": END_NOISE_NS}
 
 
 def ensure_job(ranks: int, mb: int, seed: int) -> tuple[Path, rank_job.JobTruth]:
@@ -71,7 +73,7 @@ def ensure_job(ranks: int, mb: int, seed: int) -> tuple[Path, rank_job.JobTruth]
         raise RuntimeError(f"needs {need / 1e9:.1f} GB, {free / 1e9:.1f} GB free")
     started = time.perf_counter()
     truth = rank_job.make_job(directory, ranks=ranks, straggler=params["straggler"], seed=seed,
-                              target_bytes=mb * 1_000_000)
+                              target_bytes=mb * 1_000_000, end_noise_ns=END_NOISE_NS)
     print(f"  generated {ranks}x{mb} MB in {time.perf_counter() - started:.1f} s", file=sys.stderr)
     manifest.write_text(json.dumps({"params": params, "files": [f.name for f in truth.files],
                                     "offsets_ns": truth.offsets_ns, "straggler": truth.straggler,
