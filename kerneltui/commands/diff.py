@@ -24,6 +24,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("a", metavar="A", help="the baseline trace, e.g. the eager run (.json or .json.gz);"
                         " a directory of rank traces: a job")
     parser.add_argument("b", metavar="B", help="the trace to compare, e.g. the torch.compile run; a directory: a job")
+    parser.add_argument("--provenance", metavar="FILE",
+                        help="what each compiled kernel computes, from `kerneltui capture SCRIPT --provenance-only`,"
+                        " for traces profiled another way: matches fused kernels by it")
     parser.add_argument("--rank", type=int, metavar="N",
                         help="for two jobs (directories): diff rank N's traces (the screen, or --format)")
     parser.add_argument("--scheduler", metavar="ADDRESS",
@@ -89,6 +92,14 @@ def _rank_files(args: argparse.Namespace, rank: int) -> tuple[str, str]:
     return out[0], out[1]
 
 
+def _provenance(args: argparse.Namespace):
+    if not args.provenance:
+        return None
+    from kerneltui.analysis.provenance.records import read_file
+
+    return read_file(args.provenance)
+
+
 def run_jobs(args: argparse.Namespace) -> int:
     from kerneltui import ranks_report
     from kerneltui.analysis.ranks.compare import compare_jobs
@@ -118,7 +129,8 @@ def run_traces(args: argparse.Namespace) -> int:
         from kerneltui.tui.diff.app import run_app
 
         start_workers_for([args.a, args.b], cache=False if args.no_cache else None)  # before Textual's threads
-        return run_app(args.a, args.b, loader=functools.partial(load_trace, cache=False if args.no_cache else None, write_later=True))
+        return run_app(args.a, args.b, loader=functools.partial(load_trace, cache=False if args.no_cache else None,
+                                                                 write_later=True), provenance=_provenance(args))
 
     from kerneltui import diff_report
     from kerneltui.analysis.compare.diff import diff_traces
@@ -127,7 +139,7 @@ def run_traces(args: argparse.Namespace) -> int:
 
     cache = False if args.no_cache else None
     a, b = load_trace(args.a, cache=cache), load_trace(args.b, cache=cache)
-    d = diff_traces(a, b)
+    d = diff_traces(a, b, _provenance(args))
     if fmt == "json":
         text = diff_report.as_json(d)
     elif fmt == "markdown":

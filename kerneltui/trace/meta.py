@@ -44,6 +44,8 @@ def trace_meta(stream, raw) -> TraceMeta:
         versions=versions,
         capture=_scalars(capture) if isinstance(capture, dict) else None,
         distributed=_scalars(distributed) if isinstance(distributed, dict) else None,
+        provenance=block.get("provenance") if isinstance(block, dict) and isinstance(block.get("provenance"), dict)
+        else None,
         truncated=raw.truncated,
         end_damaged=raw.end_damaged,
         skipped_events=raw.losses.skipped,

@@ -125,6 +125,7 @@ class TraceMeta:
     versions: dict[str, str] = field(default_factory=dict)  # cuda driver/runtime/cupti
     capture: dict | None = None  # settings written by `kerneltui capture`
     distributed: dict | None = None  # Kineto's distributedInfo: backend, rank, world_size, pg_config
+    provenance: dict | None = None  # what `kerneltui capture` recorded of each compiled kernel (analysis/provenance)
     truncated: bool = False  # cut off mid-write: events after the cut are missing
     end_damaged: bool = False  # the events are whole; the keys after them are cut off or damaged
     skipped_events: int = 0  # events that could not be read (counted by cause in warnings)

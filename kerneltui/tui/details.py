@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from kerneltui.analysis.provenance.join import records_of
+from kerneltui.analysis.provenance.records import eager_op_name
 from kerneltui.trace.schema import KIND_LABEL, Kind
 from kerneltui.trace.traffic import copy_kind
 from kerneltui.tui.model import Browse, Kernels
@@ -75,6 +77,13 @@ def launch_details(kernels: Kernels, browse: Browse | None, launch: int, full_na
         stack = [trace.name(int(trace.events["name"].iat[a])) for a in trace.ancestors(int(r["launch_row"]))]
         rows.append(("op", " › ".join(stack) if stack else (str(r["op"]) or "–")))
         rows.append(("source", _source(trace, browse, launch)))
+    record = records_of(trace)[launch]
+    if record is not None:  # Inductor's own record of this generated kernel (kerneltui capture)
+        ops = ", ".join(dict.fromkeys(eager_op_name(o) for o in record.aten_ops)) or "–"
+        rows.append(("computes", ops))
+        rows.append(("from", ", ".join(s.label() for s in record.source_lines) or "–"))
+        if record.module_paths:
+            rows.append(("modules", ", ".join(record.module_paths)))
     rows.append(("step", _step_label(trace, int(r["iteration"]))))
     if full_names:
         rows.append(("short name", short))

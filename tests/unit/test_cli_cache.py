@@ -108,7 +108,7 @@ def test_diff_screen_no_cache_hands_the_app_a_loader_without_cache(monkeypatch):
     class Done(Exception):
         pass
 
-    def fake_build_app(a, b, loader):
+    def fake_build_app(a, b, loader, provenance=None):
         seen.append(loader)
         raise Done
 

@@ -26,6 +26,9 @@ from difflib import SequenceMatcher
 import numpy as np
 
 from kerneltui.analysis.compare.anchors import EventRoles
+from kerneltui.analysis.provenance.split import SideProvenance
+from kerneltui.analysis.provenance.split import reason as provenance_reason
+from kerneltui.analysis.provenance.split import split as provenance_split
 
 SHAPES_SHOWN = 2  # input shapes quoted in a reason
 
@@ -39,6 +42,7 @@ class Side:
     iteration: np.ndarray
     phase: np.ndarray  # "forward", "backward", "optimizer", ... per row
     order: np.ndarray  # rows sorted by launch order
+    provenance: SideProvenance | None = None  # Inductor's record per row, where a capture kept it
 
 
 @dataclass
@@ -204,7 +208,34 @@ def _segment_rows(a: Side, b: Side, seg_a: list[int], seg_b: list[int], phase: s
         else:
             what = ("what A ran between two library calls, and what B ran between the same two" if anchored
                     else f"all of the {phase}'s kernels on both sides (no library call to align on)")
-            rows.append(Row("fused", phase, seg_a, seg_b, what, confidence))
+            rows.extend(_by_provenance(a, b, seg_a, seg_b, phase, what, confidence))
+    return rows
+
+
+def _by_provenance(a: Side, b: Side, seg_a: list[int], seg_b: list[int], phase: str, what: str,
+                   confidence: str) -> list[Row]:
+    """A fused segment, split by the compiled side's provenance records where it has them."""
+    compiled_is_b = b.provenance is not None and b.provenance.any
+    if not compiled_is_b and not (a.provenance is not None and a.provenance.any):
+        return [Row("fused", phase, seg_a, seg_b, what, confidence)]
+    eager, compiled = (a, b) if compiled_is_b else (b, a)
+    seg_e, seg_c = (seg_a, seg_b) if compiled_is_b else (seg_b, seg_a)
+    parts = provenance_split(eager.provenance, compiled.provenance, seg_e, seg_c)
+    rows = []
+    for rows_e, rows_c, record, by_op_alone in parts.groups:
+        kind = "replaced" if len(rows_e) == 1 else "fused"
+        text = provenance_reason(record, "A" if compiled_is_b else "B", by_op_alone)
+        ra, rb = (rows_e, rows_c) if compiled_is_b else (rows_c, rows_e)
+        rows.append(Row(kind, phase, ra, rb, text, "high"))
+    rest_a, rest_b = (parts.eager_rest, parts.compiled_rest) if compiled_is_b else (parts.compiled_rest,
+                                                                                     parts.eager_rest)
+    if rest_a and rest_b:
+        rows.append(Row("fused", phase, rest_a, rest_b, what + " (no provenance record covers these)", confidence))
+    elif rest_a:
+        rows.append(Row("only A", phase, rest_a, [], "removed: no kernel of B's records covers these", confidence))
+    elif rest_b:
+        rows.append(Row("only B", phase, [], rest_b, "new in B: no provenance record, and nothing of A left here",
+                        confidence))
     return rows
 
 

@@ -27,6 +27,8 @@ from kerneltui.analysis.compare.matches import matched_kernels
 from kerneltui.analysis.compare.phases import PhaseRow, gpu_phases, phase_breakdown
 from kerneltui.analysis.compare.timing import Timing, Verdict, timing, verdict
 from kerneltui.analysis.compare.workload import Comparability, compare_workloads
+from kerneltui.analysis.provenance.join import gpu_records, matching_side, of_trace
+from kerneltui.analysis.provenance.records import Provenance
 from kerneltui.trace.model import Trace
 from kerneltui.trace.schema import Kind
 from kerneltui.trace.summary import summarize
@@ -110,12 +112,19 @@ def _side_dict(s: SideFacts) -> dict:
     return {k: (None if isinstance(v, float) and v != v else v) for k, v in out.items()}
 
 
-def diff_traces(a: Trace, b: Trace) -> TraceDiff:
+def diff_traces(a: Trace, b: Trace, provenance: Provenance | None = None) -> TraceDiff:
+    """``provenance``: a `capture --provenance-only` file's records, for whichever side they name
+    (a trace's own provenance block is used without it)."""
     ta, tb = compute_traffic(a), compute_traffic(b)
     time_a, time_b = timing(a), timing(b)
     side_a, side_b = _side("A", a, ta, time_a), _side("B", b, tb, time_b)
     comparable = compare_workloads(a, b)
-    matches, pairs = matched_kernels(a, b, ta, tb, gpu_phases(a), gpu_phases(b))
+    attached = {"a": None, "b": None}
+    if provenance is not None:
+        attached[matching_side(a, b, provenance)] = provenance
+    records_a = gpu_records(a, of_trace(a, attached["a"]))
+    records_b = gpu_records(b, of_trace(b, attached["b"]))
+    matches, pairs = matched_kernels(a, b, ta, tb, gpu_phases(a), gpu_phases(b), records_a, records_b)
     matches = _with_rates(matches, side_a, side_b, ta, tb)
     ratios = {
         name: _ratio(getattr(side_b, name), getattr(side_a, name))

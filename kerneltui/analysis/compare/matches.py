@@ -15,6 +15,7 @@ import pandas as pd
 
 from kerneltui.analysis.compare.align import Row, Side, align
 from kerneltui.analysis.compare.anchors import event_roles
+from kerneltui.analysis.provenance.split import SideProvenance
 
 MATCH_COLUMNS = ["kind", "phase", "name", "a_name", "b_name", "a_keys", "b_keys", "a_count", "b_count", "a_ns",
                  "b_ns", "delta_ns", "a_bytes", "b_bytes", "a_flops", "b_flops", "a_dtype", "b_dtype", "a_largest",
@@ -133,14 +134,20 @@ def _per_step(count: int, pairs: int) -> str:
 
 
 def matched_kernels(a, b, traffic_a, traffic_b, phase_a: np.ndarray | None = None,
-                    phase_b: np.ndarray | None = None) -> tuple[pd.DataFrame, int]:
-    """The matched table of two traces, and over how many step pairs it was counted."""
+                    phase_b: np.ndarray | None = None, records_a=None, records_b=None) -> tuple[pd.DataFrame, int]:
+    """The matched table of two traces, and over how many step pairs it was counted.
+
+    ``records_a``/``records_b``: per row of trace.gpu, the kernel's provenance record (or None),
+    from analysis/provenance; a fused segment is then split by what each compiled kernel computes."""
     pairs = min(a.iterations.count, b.iterations.count)
     sides = []
-    for trace, phase in ((a, phase_a), (b, phase_b)):
+    with_records = any(r is not None for r in (records_a or [])) or any(r is not None for r in (records_b or []))
+    for trace, phase, records in ((a, phase_a, records_a), (b, phase_b, records_b)):
         g = trace.gpu
         order = np.lexsort((g["ts"].to_numpy(), g["launch_ts"].to_numpy()))
         phase = np.full(len(g), "step", dtype=object) if phase is None else np.asarray(phase, dtype=object)
-        sides.append(Side(event_roles(trace), g["key"].astype(str).to_numpy(), g["iteration"].to_numpy(), phase, order))
+        provenance = SideProvenance.of(trace, records) if with_records else None
+        sides.append(Side(event_roles(trace), g["key"].astype(str).to_numpy(), g["iteration"].to_numpy(), phase, order,
+                          provenance))
     rows = align(sides[0], sides[1], pairs)
     return match_table(rows, SideColumns(a, traffic_a), SideColumns(b, traffic_b), pairs), pairs

@@ -21,12 +21,14 @@ import numpy as np
 import pandas as pd
 
 from kerneltui.analysis.explore.context import LaunchContext, frozen
+from kerneltui.analysis.provenance.join import records_of
+from kerneltui.analysis.provenance.records import covered_text
 from kerneltui.trace.filters import SEARCHED, name_pattern
 from kerneltui.trace.intervals import summable
 from kerneltui.trace.model import Trace
 from kerneltui.trace.schema import Kind
 
-FIELDS = ("kernel", "op", "annotation", "module", "source")
+FIELDS = ("kernel", "op", "annotation", "module", "source", "provenance")
 
 
 def _hits(regex: re.Pattern, values) -> np.ndarray:
@@ -39,6 +41,7 @@ class LaunchSearch:
     context: LaunchContext
     key_short: tuple[str, ...]  # per key code (trace.gpu["key"] categories)
     key_full: tuple[str, ...]
+    key_covers: tuple[str, ...]  # per key code: the ops and source lines its provenance record covers, "" none
     key_codes: np.ndarray  # per launch
     combo_code: np.ndarray  # per launch: code into the combo_* arrays
     combo_key: np.ndarray  # per combination: key code, stack code, source code, module code
@@ -61,6 +64,8 @@ class LaunchSearch:
         """Per combination (combo_*): does any of its fields match?"""
         regex = name_pattern(pattern)
         key_hit = _hits(regex, self.key_short) | _hits(regex, self.key_full)
+        if any(self.key_covers):  # a compiled kernel found by an op or source line it computes
+            key_hit |= _hits(regex, self.key_covers) & np.array([bool(c) for c in self.key_covers], bool)
         name_hit = _hits(regex, self.stack_names)
         counted = np.concatenate([[0], np.cumsum(name_hit[self.stack_flat], dtype=np.int64)])
         stack_hit = counted[self.stack_bounds[1:]] > counted[self.stack_bounds[:-1]]
@@ -94,6 +99,8 @@ class LaunchSearch:
             found.add("module")
         if source and regex.search(source[:SEARCHED]):
             found.add("source")
+        if key >= 0 and self.key_covers[key] and regex.search(self.key_covers[key][:SEARCHED]):
+            found.add("provenance")
         return tuple(f for f in FIELDS if f in found)
 
 
@@ -110,6 +117,12 @@ def launch_search(trace: Trace, context: LaunchContext) -> LaunchSearch:
         for code, at in zip(distinct.tolist(), first.tolist()):
             if code >= 0:
                 short[code], full[code] = str(short_cats[short_codes[at]]), str(full_cats[full_codes[at]])
+    covers = [""] * n_keys
+    records = records_of(trace)
+    if any(r is not None for r in records):
+        for code, at in zip(distinct.tolist(), first.tolist()):
+            if code >= 0 and records[at] is not None:
+                covers[code] = covered_text(records[at])
     its = trace.iterations
     step_names = ("",) + tuple(_step_names(its))
     columns = [key_codes, context.stack_code, context.source_code, context.module_code, g["iteration"].to_numpy() + 1]
@@ -122,6 +135,7 @@ def launch_search(trace: Trace, context: LaunchContext) -> LaunchSearch:
         context=context,
         key_short=tuple(short),
         key_full=tuple(full),
+        key_covers=tuple(covers),
         key_codes=frozen(key_codes),
         combo_code=frozen(combo_code),
         combo_key=frozen(combos[0]),

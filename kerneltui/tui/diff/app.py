@@ -14,6 +14,7 @@ from textual.message import Message
 from textual.worker import get_current_worker
 
 from kerneltui.errors import TraceError, UserError
+from kerneltui.analysis.compare.diff import diff_traces
 from kerneltui.trace.model import load_trace
 from kerneltui.tui.diff.model import DiffView, build_view
 from kerneltui.tui.diff.screen import DiffScreen
@@ -33,9 +34,10 @@ class DiffApp(LoadingApp):
     CSS_PATH = "diff.tcss"
     TITLE = "kerneltui diff"
 
-    def __init__(self, a: str, b: str, loader: Loader = load_trace) -> None:
+    def __init__(self, a: str, b: str, loader: Loader = load_trace, provenance=None) -> None:
         super().__init__(loader)
         self.paths = (a, b)
+        self.provenance = provenance  # records from `--provenance FILE`, for the side they name
 
     def on_mount(self) -> None:
         self.push_screen(LoadingScreen(f"{self.paths[0]}  vs  {self.paths[1]}"))
@@ -51,7 +53,7 @@ class DiffApp(LoadingApp):
             if worker.is_cancelled:
                 return
         self.post_message(LoadStage("matching kernels"))
-        view = build_view(*traces)
+        view = build_view(*traces, diff_traces(*traces, self.provenance) if self.provenance else None)
         if not worker.is_cancelled:
             self.post_message(DiffReady(view, tuple(t.meta for t in traces)))
 
@@ -61,15 +63,15 @@ class DiffApp(LoadingApp):
         self.call_after_refresh(self.replay_pending_keys)
 
 
-def build_app(a: str, b: str, loader: Loader = load_trace) -> DiffApp:
-    return DiffApp(str(a), str(b), loader)
+def build_app(a: str, b: str, loader: Loader = load_trace, provenance=None) -> DiffApp:
+    return DiffApp(str(a), str(b), loader, provenance)
 
 
-def run_app(a: str, b: str, loader: Loader = load_trace) -> int:
+def run_app(a: str, b: str, loader: Loader = load_trace, provenance=None) -> int:
     for path in (a, b):
         if not os.path.exists(path):
             raise TraceError(f"{path}: no such file")
-    app = build_app(a, b, loader)
+    app = build_app(a, b, loader, provenance)
     app.run()
     if app.error:
         raise UserError(app.error)

@@ -1,0 +1,1 @@
+"""What each compiled kernel computes, from Inductor's own record (captured by `kerneltui capture`)."""

@@ -1,0 +1,144 @@
+"""Inductor's record of what each compiled kernel computes, as `kerneltui capture` writes it.
+
+The trace's ``{"kerneltui": {"provenance": {...}}}`` block (docs/capture.md), or a
+``*.provenance.json`` file of the same object (`capture --provenance-only`), lists per
+generated kernel: its name, the name its events carry in the trace, the ATen ops and FX
+nodes it computes, and the user's source lines and modules they came from. Anything in it
+that is not what the contract says is skipped, never trusted.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import orjson
+
+from kerneltui.errors import UserError
+
+_OVERLOAD = re.compile(r"^(aten|prims|quantized)\.([A-Za-z0-9_]+)(?:\.[A-Za-z0-9_]+)?$")
+_FRAME = re.compile(r"^(?P<file>.+?)\((?P<line>\d+)\): (?P<function>.*)$")  # torch's python_function names
+
+
+@dataclass(frozen=True)
+class SourceLine:
+    file: str
+    line: int
+    function: str = ""
+    code: str = ""
+
+    def label(self) -> str:
+        return f"{Path(self.file).name}:{self.line}" + (f" in {self.function}" if self.function else "")
+
+    def same_place(self, other: SourceLine) -> bool:
+        """The same line of the same file, however each side spelled the path (absolute or relative)."""
+        if self.line != other.line:
+            return False
+        a, b = Path(self.file).parts, Path(other.file).parts
+        shorter = min(len(a), len(b))
+        return shorter > 0 and a[-shorter:] == b[-shorter:]
+
+
+@dataclass(frozen=True)
+class KernelProvenance:
+    name: str  # the generated kernel: triton_poi_fused_add_relu_0, cpp_fused_add_relu_0
+    trace_name: str  # what its events are called in the trace (graph_0_cpp_fused_... on CPU)
+    graph: str
+    extern: bool
+    kernel_hash: str | None
+    aten_ops: tuple[str, ...]  # aten.add.Tensor, ...
+    post_grad_nodes: tuple[str, ...]
+    pre_grad_nodes: tuple[str, ...]
+    source_lines: tuple[SourceLine, ...]
+    module_paths: tuple[str, ...]
+
+    @property
+    def op_names(self) -> frozenset[str]:
+        """The ops as the profiler names the eager ops that launch kernels: aten::add."""
+        return frozenset(eager_op_name(op) for op in self.aten_ops)
+
+    def summary(self) -> str:
+        ops = ", ".join(dict.fromkeys(eager_op_name(o) for o in self.aten_ops)) or "no ATen op recorded"
+        lines = ", ".join(s.label() for s in self.source_lines[:3]) or "no source line recorded"
+        return f"{ops} at {lines}"
+
+
+@dataclass(frozen=True)
+class Provenance:
+    source: str  # "inductor provenance tracking" or "generated code comments"
+    kernels: tuple[KernelProvenance, ...]
+
+    def by_trace_name(self) -> dict[str, KernelProvenance]:
+        out: dict[str, KernelProvenance] = {}
+        for k in self.kernels:
+            for name in (k.trace_name, k.name):
+                if name:
+                    out.setdefault(name, k)
+        return out
+
+    def by_hash(self) -> dict[str, KernelProvenance]:
+        return {k.kernel_hash: k for k in self.kernels if k.kernel_hash}
+
+
+def covered_text(record: KernelProvenance) -> str:
+    """What `/` searches for a compiled kernel: its ops (both spellings), source lines and modules."""
+    places = [f"{s.file}:{s.line} {s.label()} {s.code}" for s in record.source_lines]
+    return " ".join([*record.aten_ops, *sorted(record.op_names), *places, *record.module_paths])
+
+
+def eager_op_name(op: str) -> str:
+    """aten.add.Tensor -> aten::add (the profiler's name of the eager op)."""
+    m = _OVERLOAD.match(op)
+    return f"{m.group(1)}::{m.group(2)}" if m else op
+
+
+def frame_source(name: str) -> SourceLine | None:
+    """A python_function event's name, ``file.py(16): add_relu``, as a SourceLine."""
+    m = _FRAME.match(name)
+    return SourceLine(m["file"], int(m["line"]), m["function"]) if m else None
+
+
+def parse(block: object) -> Provenance | None:
+    """The provenance block of a trace (or file); None when there is none or it is not one."""
+    if not isinstance(block, dict) or not isinstance(block.get("kernels"), list):
+        return None
+    kernels = tuple(k for k in (_kernel(item) for item in block["kernels"]) if k is not None)
+    return Provenance(str(block.get("source", "")), kernels)
+
+
+def read_file(path: str | os.PathLike) -> Provenance:
+    """`--provenance FILE`: the mapping `capture --provenance-only` wrote. Raises UserError."""
+    try:
+        block = orjson.loads(Path(path).read_bytes())
+    except FileNotFoundError:
+        raise UserError(f"{path}: no such provenance file") from None
+    except (OSError, orjson.JSONDecodeError) as exc:
+        raise UserError(f"{path}: not a provenance file ({exc})") from None
+    provenance = parse(block)
+    if provenance is None:
+        raise UserError(f"{path}: not a provenance file (no \"kernels\" list): write one with "
+                        "kerneltui capture SCRIPT --provenance-only")
+    return provenance
+
+
+def _strings(value) -> tuple[str, ...]:
+    return tuple(str(v) for v in value) if isinstance(value, list) else ()
+
+
+def _kernel(item: object) -> KernelProvenance | None:
+    if not isinstance(item, dict) or not isinstance(item.get("name"), str) or not item["name"]:
+        return None
+    lines = []
+    for s in item.get("source_lines") or []:
+        if isinstance(s, dict) and isinstance(s.get("file"), str) and isinstance(s.get("line"), int):
+            lines.append(SourceLine(s["file"], s["line"], str(s.get("function", "")), str(s.get("code", ""))))
+    return KernelProvenance(
+        name=item["name"], trace_name=str(item.get("trace_name") or item["name"]), graph=str(item.get("graph", "")),
+        extern=bool(item.get("extern", False)),
+        kernel_hash=item["kernel_hash"] if isinstance(item.get("kernel_hash"), str) else None,
+        aten_ops=_strings(item.get("aten_ops")), post_grad_nodes=_strings(item.get("post_grad_nodes")),
+        pre_grad_nodes=_strings(item.get("pre_grad_nodes")), source_lines=tuple(lines),
+        module_paths=_strings(item.get("module_paths")),
+    )

@@ -1,0 +1,90 @@
+"""A fused segment of the diff split by Inductor's record of what each compiled kernel computes.
+
+Without provenance the diff can only say "what A ran between two library calls, and what B ran
+between the same two". With it, each compiled kernel is matched to the eager kernels whose
+launching op it computes and whose source line it came from: exactly those, reason
+"provenance". Eager kernels no record covers, and compiled kernels without a record, stay in a
+row of their own, as the structural matcher left them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kerneltui.analysis.explore.context import launch_context
+from kerneltui.analysis.provenance.records import (
+    KernelProvenance,
+    SourceLine,
+    frame_source,
+)
+from kerneltui.trace.schema import Kind
+
+
+@dataclass(frozen=True)
+class SideProvenance:
+    """Per row of one side's trace.gpu: its record (compiled side), its launching op and source line."""
+
+    records: list[KernelProvenance | None]
+    ops: list[frozenset[str]]  # every op around the launch: eager relu launches from aten::clamp_min in aten::relu
+    sources: list[SourceLine | None]
+
+    @classmethod
+    def of(cls, trace, records: list[KernelProvenance | None] | None) -> SideProvenance:
+        context = launch_context(trace)
+        op_sets = [frozenset(n for n, k in zip(names, kinds) if k == Kind.CPU_OP)
+                   for names, kinds in zip(context.stacks, context.stack_kinds)]
+        ops = [op_sets[c] for c in context.stack_code.tolist()]
+        sources = [frame_source(s) if s else None for s in trace.gpu_sources["source"].tolist()]
+        return cls(records if records is not None else [None] * len(trace.gpu), ops, sources)
+
+    @property
+    def any(self) -> bool:
+        return any(r is not None for r in self.records)
+
+
+@dataclass(frozen=True)
+class Split:
+    """``groups``: (eager rows, compiled rows, record) matched by provenance; the rest, unmatched."""
+
+    groups: list[tuple[list[int], list[int], KernelProvenance, bool]]  # ..., matched by op alone
+    eager_rest: list[int]
+    compiled_rest: list[int]
+
+
+def split(eager: SideProvenance, compiled: SideProvenance, seg_eager: list[int], seg_compiled: list[int]) -> Split:
+    by_record: dict[str, tuple[KernelProvenance, list[int]]] = {}
+    rest_compiled = []
+    for r in seg_compiled:
+        record = compiled.records[r]
+        if record is None:
+            rest_compiled.append(r)
+        else:
+            by_record.setdefault(record.name, (record, []))[1].append(r)
+    claimed: set[int] = set()
+    groups = []
+    for record, rows in by_record.values():
+        covered, by_op_alone = _covered(eager, record, [r for r in seg_eager if r not in claimed])
+        if not covered:
+            rest_compiled.extend(rows)
+            continue
+        claimed.update(covered)
+        groups.append((covered, rows, record, by_op_alone))
+    return Split(groups, [r for r in seg_eager if r not in claimed], sorted(rest_compiled))
+
+
+def _covered(eager: SideProvenance, record: KernelProvenance, candidates: list[int]) -> tuple[list[int], bool]:
+    """The eager kernels a record covers: launched inside one of its ops, from one of its source lines
+    (by op alone when the eager trace has no source lines: it was not captured with stacks)."""
+    ops = record.op_names
+    by_op = [r for r in candidates if eager.ops[r] & ops]
+    if not by_op:
+        return [], False
+    if not record.source_lines or all(eager.sources[r] is None for r in by_op):
+        return by_op, True
+    return [r for r in by_op if eager.sources[r] is not None
+            and any(eager.sources[r].same_place(s) for s in record.source_lines)], False
+
+
+def reason(record: KernelProvenance, eager_label: str, by_op_alone: bool) -> str:
+    how = "by op (the eager trace has no source lines)" if by_op_alone else "by op and source line"
+    return f"provenance: Inductor's record of {record.name} covers {record.summary()}; {eager_label}'s kernels {how}"
