@@ -7,6 +7,7 @@ loader is a parameter so tests can pass a fake or a prepared Trace.
 from __future__ import annotations
 
 import gc
+
 from textual import work
 from textual.worker import get_current_worker
 
@@ -34,18 +35,8 @@ class KernelTuiApp(LoadingApp):
     @work(thread=True, exclusive=True, exit_on_error=False, group="load", name="load trace")
     def load(self) -> None:
         """Read, link, aggregate; publish each stage as soon as it exists. Touches no widget."""
-        worker = get_current_worker()
         trace = self.loader(self.path, progress=lambda f: self.post_message(LoadProgress(f)))
-        if worker.is_cancelled:
-            return
-        self.post_message(LoadStage(f"linking {len(trace.events):,} events to their launches"))
-        kernels = build_kernels(trace)
-        if worker.is_cancelled:
-            return
-        self.post_message(KernelsReady(kernels))
-        browse = build_browse(kernels)
-        if not worker.is_cancelled:
-            self.post_message(BrowseReady(browse))
+        post_stages(self, trace)
 
     def on_kernels_ready(self, message: KernelsReady) -> None:
         self.loaded = [message.kernels.trace.meta]
@@ -67,6 +58,22 @@ class KernelTuiApp(LoadingApp):
             if isinstance(screen, BrowserScreen):
                 return screen
         return None
+
+
+def post_stages(app, trace) -> None:
+    """From a load worker: link and aggregate a read trace, posting KernelsReady (the table can show)
+    then BrowseReady (everything else); stops wherever the worker was cancelled."""
+    worker = get_current_worker()
+    if worker.is_cancelled:
+        return
+    app.post_message(LoadStage(f"linking {len(trace.events):,} events to their launches"))
+    kernels = build_kernels(trace)
+    if worker.is_cancelled:
+        return
+    app.post_message(KernelsReady(kernels))
+    browse = build_browse(kernels)
+    if not worker.is_cancelled:
+        app.post_message(BrowseReady(browse))
 
 
 def build_app(path: str, loader: Loader = load_trace) -> KernelTuiApp:

@@ -23,9 +23,9 @@ from kerneltui.analysis.ranks.run import start_rank_workers
 from kerneltui.errors import UserError
 from kerneltui.terminal_text import printable
 from kerneltui.trace.model import load_trace
+from kerneltui.tui.app import post_stages
 from kerneltui.tui.loading_app import Loader, LoadingApp
-from kerneltui.tui.messages import BrowseReady, KernelsReady, LoadProgress, LoadStage
-from kerneltui.tui.model import build_browse, build_kernels
+from kerneltui.tui.messages import BrowseReady, KernelsReady, LoadProgress
 from kerneltui.tui.ranks.browser import (
     JobLoadingScreen,
     RankBrowserScreen,
@@ -107,22 +107,12 @@ class RanksApp(LoadingApp):
     @work(thread=True, exclusive=True, exit_on_error=False, group="rank", name="load rank")
     def load_rank(self, path: str) -> None:
         """As KernelTuiApp.load: read, link, aggregate; each stage posted as soon as it exists."""
-        worker = get_current_worker()
         try:
             trace = self.loader(path, progress=lambda f: self.post_message(LoadProgress(f)))
         except UserError as exc:  # worded on the rank's loading screen; the job stays open
             self.post_message(RankFailed(str(exc)))
             return
-        if worker.is_cancelled:
-            return
-        self.post_message(LoadStage(f"linking {len(trace.events):,} events to their launches"))
-        kernels = build_kernels(trace)
-        if worker.is_cancelled:
-            return
-        self.post_message(KernelsReady(kernels))
-        browse = build_browse(kernels)
-        if not worker.is_cancelled:
-            self.post_message(BrowseReady(browse))
+        post_stages(self, trace)
 
     def on_kernels_ready(self, message: KernelsReady) -> None:
         screen = self.screen

@@ -8,7 +8,6 @@ to it), its label in reverse video; a straggler's label carries ◀.
 from __future__ import annotations
 
 from rich.segment import Segment
-from rich.style import Style
 from textual import events
 from textual.message import Message
 from textual.strip import Strip
@@ -19,11 +18,12 @@ from kerneltui.terminal_text import printable
 from kerneltui.tui.ranks.model import STRAGGLER_MARK, Clock, clock_of, short_error
 from kerneltui.tui.ranks.paint import IDLE, lane_rows, lane_shares
 from kerneltui.tui.timeline_paint import Grid, axis_row, hidden_hint, with_hint
+from kerneltui.tui.widgets.component_styles import ComponentStyles
 from kerneltui.tui.window import clamp, panned, zoomed
 from kerneltui.units import ellipsize, fmt_ns
 
 
-class RankLanes(Widget):
+class RankLanes(ComponentStyles, Widget):
     COMPONENT_CLASSES = {"ranks--axis", "ranks--label", "ranks--label-cursor", "ranks--straggler", "ranks--compute",
                          "ranks--comm", "ranks--idle", "ranks--failed", "ranks--hint"}
     DEFAULT_CSS = """
@@ -58,7 +58,6 @@ class RankLanes(Widget):
         self.label_width = max(max(len(label) for label in self.labels), 8)  # the axis's span: 222.37ms
         self._key: tuple | None = None
         self._lines: list[Strip] = []
-        self._styles: dict[tuple[str, ...], Style] = {}
 
     # -- driving it -----------------------------------------------------------
     def set_clock(self, clock: Clock) -> None:
@@ -161,18 +160,9 @@ class RankLanes(Widget):
         segments += [Segment(printable(chunk), self._style(classes)) for chunk, classes in body]
         return Strip(segments).adjust_cell_length(self.size.width, self.rich_style)
 
-    def _style(self, classes: tuple[str, ...]) -> Style:
-        style = self._styles.get(classes)
-        if style is None:
-            style = self.rich_style
-            for name in classes:
-                style += self.get_component_rich_style(name, partial=True)
-            self._styles[classes] = style
-        return style
-
     def notify_style_update(self) -> None:
         super().notify_style_update()
-        self._styles = {}
+        self.forget_styles()
         self._key = None
 
 

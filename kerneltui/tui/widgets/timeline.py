@@ -65,7 +65,6 @@ from collections.abc import Sequence
 
 import numpy as np
 from rich.segment import Segment
-from rich.style import Style
 from textual import events
 from textual.binding import Binding
 from textual.message import Message
@@ -84,11 +83,12 @@ from kerneltui.tui.timeline_paint import (
     step_row,
     with_hint,
 )
+from kerneltui.tui.widgets.component_styles import ComponentStyles
 from kerneltui.tui.window import around, clamp, panned, revealed, step_at, zoomed
 from kerneltui.units import ellipsize, fmt_ns
 
 
-class Timeline(Widget, can_focus=True):
+class Timeline(ComponentStyles, Widget, can_focus=True):
     """Lanes of intervals over a shared time axis, zoomed and panned with keys."""
 
     BINDINGS = [
@@ -191,7 +191,6 @@ class Timeline(Widget, can_focus=True):
         self._steps: tuple[np.ndarray, np.ndarray, tuple[str, ...]] = (np.empty(0, np.int64), np.empty(0, np.int64), ())
         self._step_of_id: np.ndarray | None = None
         self._cache_key: tuple | None = None
-        self._styles: dict[tuple[str, ...], Style] = {}
         self._lines: list[Strip] = []
         self._range: tuple[int, int] | None = None
         self._anchor: tuple[int, int] | None = None  # first `m`: the selection's (start, end), or the middle's
@@ -555,18 +554,9 @@ class Timeline(Widget, can_focus=True):
     def on_blur(self) -> None:
         self._invalidate()
 
-    def _style(self, classes: tuple[str, ...]) -> Style:
-        style = self._styles.get(classes)
-        if style is None:
-            style = self.rich_style
-            for name in classes:
-                style += self.get_component_rich_style(name, partial=True)
-            self._styles[classes] = style
-        return style
-
     def notify_style_update(self) -> None:
         super().notify_style_update()
-        self._styles = {}
+        self.forget_styles()
         self._cache_key = None
 
     def _draw(self) -> list[Strip]:
