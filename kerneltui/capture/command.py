@@ -27,11 +27,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="a workload() parameter, e.g. -p n=1e8 (integral numbers become ints); repeatable")
     parser.add_argument("--sweep", metavar="NAME=V1,V2,...",
                         help="capture once per value, e.g. --sweep n=100,1e6,1e8")
-    parser.add_argument("--modes", default="eager,compiled",
-                        help="comma-separated, from: eager, compiled (default: eager,compiled)")
+    parser.add_argument("--modes", help="comma-separated, from: eager, compiled (default: eager,compiled)")
     parser.add_argument("--compile-mode", default="default", choices=COMPILE_MODES, metavar="MODE",
                         help=f"torch.compile mode: {', '.join(COMPILE_MODES)} (default: default)")
-    parser.add_argument("--steps", type=int, default=3, metavar="N", help="profiled calls per mode (default: 3)")
+    parser.add_argument("--steps", type=int, metavar="N", help="profiled calls per mode (default: 3)")
     parser.add_argument("--warmup", type=int, default=3, metavar="N",
                         help="unprofiled calls before them; the first compiles (default: 3)")
     parser.add_argument("-o", "--output-dir", default="traces", type=Path, metavar="DIR",
@@ -41,6 +40,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--with-stack", action="store_true", help="record Python stacks (larger traces)")
     parser.add_argument("--profile-memory", action="store_true", help="record allocations")
     parser.add_argument("--open", action="store_true", help="open the eager-vs-compiled diff when done")
+    parser.add_argument("--provenance-only", action="store_true",
+                        help="compile and warm up, profile nothing: write what each compiled kernel came from "
+                             "to DIR/NAME_compiled.provenance.json, for traces profiled another way")
 
 
 @dataclass(frozen=True)
@@ -59,6 +61,7 @@ class Request:
     profile_memory: bool
     open_diff: bool
     command_line: str
+    provenance_only: bool = False
 
 
 def _modes(text: str) -> tuple[str, ...]:
@@ -71,11 +74,22 @@ def _modes(text: str) -> tuple[str, ...]:
     return modes
 
 
+# Options that shape a profile: with --provenance-only there is none for them to shape.
+_PROFILE_OPTIONS = (("modes", "--modes"), ("steps", "--steps"), ("with_stack", "--with-stack"),
+                    ("profile_memory", "--profile-memory"), ("open", "--open"))
+
+
 def request_from(args: argparse.Namespace) -> Request:
     """Every check that needs no torch and no workload, so that a typo fails at once."""
-    modes = _modes(args.modes)
-    if args.steps < 1:
-        raise UserError(f"--steps {args.steps}: profile at least 1 call")
+    provenance_only = getattr(args, "provenance_only", False)
+    if provenance_only:
+        given = [flag for name, flag in _PROFILE_OPTIONS if getattr(args, name, None) not in (None, False)]
+        if given:
+            raise UserError(f"--provenance-only profiles nothing: drop {given[0]}")
+    modes = ("compiled",) if provenance_only else _modes(args.modes or "eager,compiled")
+    steps = 3 if args.steps is None else args.steps
+    if steps < 1:
+        raise UserError(f"--steps {steps}: profile at least 1 call")
     if args.warmup < 1:
         raise UserError(f"--warmup {args.warmup}: at least 1, the first call compiles and must not be profiled")
     if args.open and len(modes) != 2:
@@ -90,7 +104,7 @@ def request_from(args: argparse.Namespace) -> Request:
         sweep=sweep,
         modes=modes,
         compile_mode=args.compile_mode,
-        steps=args.steps,
+        steps=steps,
         warmup=args.warmup,
         out_dir=args.output_dir,
         gzip=not args.json,
@@ -99,6 +113,7 @@ def request_from(args: argparse.Namespace) -> Request:
         profile_memory=args.profile_memory,
         open_diff=args.open,
         command_line=shlex.join(["kerneltui", *getattr(args, "argv", sys.argv[1:])]),
+        provenance_only=provenance_only,
     )
 
 

@@ -15,12 +15,21 @@ import orjson
 
 from kerneltui import __version__
 from kerneltui.capture.params import label
+from kerneltui.errors import UserError
+
+
+def _stem(workload: str, params: dict[str, Any], mode: str) -> str:
+    return "_".join(part for part in (workload, label(params), mode) if part)
 
 
 def trace_path(out_dir: Path, workload: str, params: dict[str, Any], mode: str, compressed: bool) -> Path:
     """`traces/add_relu_n1000000_eager.json.gz`: the workload, its parameters and the mode."""
-    stem = "_".join(part for part in (workload, label(params), mode) if part)
-    return out_dir / f"{stem}.json{'.gz' if compressed else ''}"
+    return out_dir / f"{_stem(workload, params, mode)}.json{'.gz' if compressed else ''}"
+
+
+def provenance_path(out_dir: Path, workload: str, params: dict[str, Any], mode: str) -> Path:
+    """`traces/add_relu_n1000000_compiled.provenance.json`: named as the trace of that mode would be."""
+    return out_dir / f"{_stem(workload, params, mode)}.provenance.json"
 
 
 def environment() -> dict[str, Any]:
@@ -50,21 +59,47 @@ def scratch_path(final: Path, suffix: str) -> Path:
     return final.with_name(f".{final.name}.{os.getpid()}-{secrets.token_hex(4)}{suffix}")
 
 
-def write_trace(exported: Path, final: Path, capture: dict[str, Any]) -> None:
-    """Adds `{"kerneltui": {"capture": ...}}` to the profiler's export and puts it at `final` atomically.
+def _put(data: bytes, final: Path, overwrite: bool) -> None:
+    """Writes under a scratch name beside `final`, then moves it into place: never half a file.
+
+    Without `overwrite` the move is a hard link, which fails if `final` appeared meanwhile
+    (the up-front check has a window; this has none).
+    """
+    partial = scratch_path(final, ".partial")
+    try:
+        with open(partial, "xb") as file:  # unlike mkstemp's 0600, this honours the umask
+            file.write(data)
+        if overwrite:
+            os.replace(partial, final)
+            return
+        try:
+            os.link(partial, final)
+        except FileExistsError:
+            raise UserError(f"{final} exists: pass --force to overwrite") from None
+        except OSError:  # a file system without hard links: the up-front check is all there is
+            if final.exists():
+                raise UserError(f"{final} exists: pass --force to overwrite") from None
+            os.replace(partial, final)
+    finally:
+        partial.unlink(missing_ok=True)
+
+
+def write_trace(exported: Path, final: Path, capture: dict[str, Any], provenance: dict[str, Any] | None = None,
+                overwrite: bool = True) -> None:
+    """Adds `{"kerneltui": {"capture": ..., "provenance": ...}}` to the profiler's export and puts it at `final`.
 
     The block goes first among the top-level keys, where a reader finds it without
     parsing the events; Perfetto and chrome://tracing ignore keys they do not know.
     """
     trace = orjson.loads(exported.read_bytes())
     capture = {**capture, "time": datetime.now(timezone.utc).isoformat(timespec="seconds")}
-    data = orjson.dumps({"kerneltui": {"capture": capture}, **trace})
+    block = {"capture": capture, **({"provenance": provenance} if provenance is not None else {})}
+    data = orjson.dumps({"kerneltui": block, **trace})
     if final.name.endswith(".gz"):
         data = gzip.compress(data, compresslevel=6)  # 9: 3x the time for 10% less (a 5 MB trace)
-    partial = scratch_path(final, ".partial")
-    try:
-        with open(partial, "xb") as file:  # unlike mkstemp's 0600, this honours the umask
-            file.write(data)
-        os.replace(partial, final)
-    finally:
-        partial.unlink(missing_ok=True)
+    _put(data, final, overwrite)
+
+
+def write_provenance(final: Path, provenance: dict[str, Any], overwrite: bool = False) -> None:
+    """`--provenance-only`: the `provenance` object alone, as plain JSON (indented: people read it)."""
+    _put(orjson.dumps(provenance, option=orjson.OPT_INDENT_2) + b"\n", final, overwrite)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 import warnings
 from dataclasses import dataclass
@@ -11,6 +12,7 @@ from typing import Any, Callable
 import torch
 from torch.profiler import ProfilerActivity, profile, schedule
 
+from kerneltui.capture import provenance
 from kerneltui.capture.workload import user_code
 
 
@@ -27,6 +29,7 @@ class Settings:
 class ModeRun:
     mode: str
     first_call_seconds: float
+    provenance: dict[str, Any] | None = None  # compiled mode: the `provenance` block (docs/capture.md)
 
     @property
     def compile_seconds(self) -> float | None:
@@ -44,13 +47,34 @@ def _call(fn: Callable[..., Any], inputs: tuple, where: str) -> None:
         fn(*inputs)
 
 
-def prepare(fn: Callable[..., Any], mode: str, compile_mode: str) -> Callable[..., Any]:
-    if mode == "eager":
-        return fn
+def prepare(fn: Callable[..., Any], compile_mode: str, recorder: provenance.Recorder) -> Callable[..., Any]:
+    """torch.compile(fn, mode=compile_mode), through a backend that is Inductor's own and also
+    hands each graph to the provenance recorder."""
     # Forget graphs compiled for an earlier sweep point: a second shape would otherwise
     # make Dynamo recompile with dynamic shapes, a different kernel from a fresh compile.
     torch._dynamo.reset()
-    return torch.compile(fn, mode=compile_mode)
+    return torch.compile(fn, backend=recorder.backend(compile_mode))
+
+
+def warm_up(
+    fn: Callable[..., Any], inputs: tuple, mode: str, settings: Settings, progress: Callable[[str], None]
+) -> tuple[Callable[..., Any], ModeRun]:
+    """The unprofiled calls: the first compiles. In compiled mode the kernels' provenance is recorded
+    here, while they compile; nothing of it stays attached for the calls after."""
+    recording = provenance.recording() if mode == "compiled" else contextlib.nullcontext()
+    with recording as recorder:
+        call = prepare(fn, settings.compile_mode, recorder) if recorder else fn
+        progress("compiling (the first call)" if mode == "compiled" else f"warming up ({settings.warmup} calls)")
+        start = time.perf_counter()
+        _call(call, inputs, f"in the first {mode} call")
+        _synchronize()
+        first_call_seconds = time.perf_counter() - start
+        if mode == "compiled" and settings.warmup > 1:
+            progress(f"warming up ({settings.warmup - 1} more calls)")
+        for i in range(1, settings.warmup):
+            _call(call, inputs, f"in {mode} warm-up call {i + 1}")
+        _synchronize()  # warm-up kernels must not run into the profiled window
+    return call, ModeRun(mode, first_call_seconds, recorder.block() if recorder else None)
 
 
 def run_mode(
@@ -62,18 +86,7 @@ def run_mode(
     progress: Callable[[str], None],
 ) -> ModeRun:
     """Warms up (never profiled), profiles `settings.steps` calls, exports the Chrome trace to `export_to`."""
-    call = prepare(fn, mode, settings.compile_mode)
-    progress("compiling (the first call)" if mode == "compiled" else f"warming up ({settings.warmup} calls)")
-    start = time.perf_counter()
-    _call(call, inputs, f"in the first {mode} call")
-    _synchronize()
-    first_call_seconds = time.perf_counter() - start
-    if mode == "compiled" and settings.warmup > 1:
-        progress(f"warming up ({settings.warmup - 1} more calls)")
-    for i in range(1, settings.warmup):
-        _call(call, inputs, f"in {mode} warm-up call {i + 1}")
-    _synchronize()  # warm-up kernels must not run into the profiled window
-
+    call, run = warm_up(fn, inputs, mode, settings, progress)
     activities = [ProfilerActivity.CPU]
     if torch.cuda.is_available():
         activities.append(ProfilerActivity.CUDA)
@@ -103,4 +116,4 @@ def run_mode(
             prof.step()  # ends ProfilerStep#i: the viewers count kernels per call from these
     progress("exporting the trace")
     prof.export_chrome_trace(str(export_to))
-    return ModeRun(mode, first_call_seconds)
+    return run

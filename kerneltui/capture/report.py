@@ -70,3 +70,20 @@ def render(workload: str, written: list[Written]) -> str:
         lines.append("Compare eager and compiled:" if len(diffs) == 1 else "Compare each pair:")
         lines.extend(f"  {command}" for command in diffs)
     return "\n".join(lines)
+
+
+def render_provenance(written: list[Written]) -> str:
+    """`--provenance-only`: per file, what it maps, and how to use it."""
+    lines = ["Written:"]
+    for item in written:
+        block = item.run.provenance or {}
+        kernels = block.get("kernels") or []
+        graphs = len({(k.get("graph"), k.get("compile_id")) for k in kernels})
+        what = block.get("reason") or (
+            f"{len(kernels)} kernel{'s' * (len(kernels) != 1)} in {graphs} graph{'s' * (graphs != 1)}, "
+            f"from {block.get('source')}"
+        )
+        lines.append(f"  {item.path}  ({what})")
+    lines.append("Use with a trace of the same workload profiled another way:")
+    lines.append(f"  kerneltui diff EAGER_TRACE COMPILED_TRACE --provenance {shlex.quote(str(written[-1].path))}")
+    return "\n".join(lines)

@@ -11,11 +11,11 @@ from typing import Any
 
 import torch
 
-from kerneltui.capture import output, profiling, workload as contract
+from kerneltui.capture import output, profiling, provenance, workload as contract
 from kerneltui.capture.command import Request
 from kerneltui.capture.params import Value, describe
 from kerneltui.capture.progress import Progress
-from kerneltui.capture.report import Written, pairs, render
+from kerneltui.capture.report import Written, pairs, render, render_provenance
 from kerneltui.errors import UserError
 
 
@@ -40,6 +40,8 @@ def _refuse_overwrites(paths: list[Path], force: bool) -> None:
 def _trace_path(request: Request, workload: contract.WorkloadFile, params: dict[str, Any], mode: str) -> Path:
     if mode == "compiled" and request.compile_mode != "default":
         mode = f"compiled-{request.compile_mode}"  # so that two compile modes do not overwrite each other
+    if request.provenance_only:
+        return output.provenance_path(request.out_dir, workload.name, params, mode)
     return output.trace_path(request.out_dir, workload.name, params, mode, request.gzip)
 
 
@@ -72,20 +74,42 @@ def _block(request: Request, workload, params, mode: str, settings, run: profili
     }
 
 
-def _capture(request: Request, workload, params, mode, path: Path, settings, progress: Progress) -> Written:
+def _provenance_note(block: dict[str, Any] | None) -> str:
+    if block is None:
+        return ""
+    if not block["kernels"]:
+        return ", no kernel provenance" if block.get("reason") else ", no kernels"
+    count = len(block["kernels"])
+    return f", provenance of {count} kernel{'s' * (count > 1)}"
+
+
+def _capture(request: Request, workload, params, mode, path: Path, settings, progress: Progress,
+             announced: str | None = None) -> Written:
+    """One mode of one point into its file; `announced`: the provenance warning already printed."""
     progress.begin(_describe(workload, params, mode))
     progress("building the inputs")
     fn, inputs = contract.build(workload, params)
-    exported = output.scratch_path(path, ".export.json")
-    try:
-        run = profiling.run_mode(fn, inputs, mode, settings, exported, progress)
-        progress("writing the trace")
-        output.write_trace(exported, path, _block(request, workload, params, mode, settings, run))
-    finally:
-        exported.unlink(missing_ok=True)
+    if request.provenance_only:
+        _, run = profiling.warm_up(fn, inputs, mode, settings, progress)
+        progress("writing the provenance")
+        output.write_provenance(path, run.provenance, overwrite=request.force)
+        calls = f"{settings.warmup} call{'s' if settings.warmup > 1 else ''}, nothing profiled"
+    else:
+        exported = output.scratch_path(path, ".export.json")
+        try:
+            run = profiling.run_mode(fn, inputs, mode, settings, exported, progress)
+            progress("writing the trace")
+            block = _block(request, workload, params, mode, settings, run)
+            output.write_trace(exported, path, block, run.provenance, overwrite=request.force)
+        finally:
+            exported.unlink(missing_ok=True)
+        calls = f"{settings.steps} call{'s' if settings.steps > 1 else ''} profiled"
     compiled = "" if run.compile_seconds is None else f", compiled in {run.compile_seconds:.1f} s"
-    calls = f"{settings.steps} call{'s' if settings.steps > 1 else ''}"
-    progress.finish(f"{_describe(workload, params, mode)}: {calls} profiled{compiled} -> {path}")
+    note = _provenance_note(run.provenance)
+    progress.finish(f"{_describe(workload, params, mode)}: {calls}{compiled}{note} -> {path}")
+    reason = (run.provenance or {}).get("reason")
+    if reason and reason != announced:
+        print(f"kerneltui: warning: no kernel provenance: {reason}", file=sys.stderr)
     return Written(params, mode, path, run)
 
 
@@ -105,6 +129,9 @@ def run(request: Request) -> int:
             for params in points
             for mode in request.modes
         ]
+        found = provenance.support() if "compiled" in request.modes else None
+        if request.provenance_only and found.source is None:
+            raise UserError(f"--provenance-only: {found.warning}")
         _refuse_overwrites([path for _, _, path in plan], request.force)
         try:
             request.out_dir.mkdir(parents=True, exist_ok=True)
@@ -113,16 +140,17 @@ def run(request: Request) -> int:
         except PermissionError:
             raise UserError(f"-o {request.out_dir}: permission denied") from None
         if not cuda:
-            print(
-                "kerneltui: warning: CUDA is not available: capturing on the CPU, "
-                "so the traces will have no GPU kernels",
-                file=sys.stderr,
-            )
+            consequence = "its kernels are C++, not Triton" if request.provenance_only else \
+                "the traces will have no GPU kernels"
+            print(f"kerneltui: warning: CUDA is not available: capturing on the CPU, so {consequence}", file=sys.stderr)
+        announced = found.warning if found else None
+        if announced:
+            print(f"kerneltui: warning: {announced}", file=sys.stderr)
         settings = profiling.Settings(
             request.warmup, request.steps, request.compile_mode, request.with_stack, request.profile_memory
         )
         for params, mode, path in plan:
-            written.append(_capture(request, workload, params, mode, path, settings, progress))
+            written.append(_capture(request, workload, params, mode, path, settings, progress, announced))
     except contract.UserCodeError as exc:
         progress.clear()
         sys.stderr.write(contract.user_traceback(exc.error))
@@ -137,7 +165,7 @@ def run(request: Request) -> int:
         print(f"kerneltui: interrupted; {_kept(written)}", file=sys.stderr)
         return 130
 
-    print(render(workload.name, written))
+    print(render_provenance(written) if request.provenance_only else render(workload.name, written))
     if request.open_diff:
         last = pairs(written)[-1]
         from kerneltui.cli import main

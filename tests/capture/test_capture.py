@@ -1,81 +1,39 @@
 """`kerneltui capture` end to end, in process, on whatever torch finds (the CPU in CI).
 
-Compiled captures cost seconds each, so each example is captured once per module.
+Compiled captures cost seconds each, so each example is captured once per session (conftest.py).
 """
 
 from __future__ import annotations
 
-import contextlib
-import gzip
-import io
 import subprocess
 import sys
-import textwrap
 from collections import Counter
-from pathlib import Path
 
 import orjson
 import pytest
 
 torch = pytest.importorskip("torch")
 
-from kerneltui.cli import main  # noqa: E402
+from tests.capture.support import (  # noqa: E402
+    EXAMPLE_OPTIONS,
+    EXAMPLES,
+    ROOT,
+    STEPS,
+    capture,
+    read,
+    spans,
+    write_workload,
+)
 
-ROOT = Path(__file__).resolve().parents[2]
-EXAMPLES = ROOT / "examples"
-STEPS = 2
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 
 # example -> (its -p options, the file-name stem they give, the parameters stored)
-CASES = {
-    "add_relu": (["-p", "n=1e3"], "add_relu_n1000", {"n": 1000, "device": DEVICE}),
-    "mlp": (
-        ["-p", "width=32", "-p", "tokens=16"],
-        "mlp_width32_tokens16",
-        {"width": 32, "tokens": 16, "device": DEVICE},
-    ),
-    "train_step": (
-        ["-p", "batch=8", "-p", "width=16"],
-        "train_step_batch8_width16",
-        {"batch": 8, "width": 16, "device": DEVICE},
-    ),
+STORED = {
+    "add_relu": {"n": 1000, "device": DEVICE},
+    "mlp": {"width": 32, "tokens": 16, "device": DEVICE},
+    "train_step": {"batch": 8, "width": 16, "device": DEVICE},
 }
-
-
-def capture(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        rc = main(["capture", *argv])
-    return rc, out.getvalue(), err.getvalue()
-
-
-def read(path: Path) -> dict:
-    raw = path.read_bytes()
-    assert raw[:2] == b"\x1f\x8b", f"{path} is not gzip"
-    return orjson.loads(gzip.decompress(raw))
-
-
-def spans(trace: dict, cat: str, prefix: str) -> list[dict]:
-    events = trace["traceEvents"]
-    return [e for e in events if e.get("ph") == "X" and e.get("cat") == cat and e["name"].startswith(prefix)]
-
-
-def write_workload(directory: Path, name: str, source: str) -> Path:
-    path = directory / f"{name}.py"
-    path.write_text(textwrap.dedent(source))
-    return path
-
-
-@pytest.fixture(scope="module")
-def captured(tmp_path_factory) -> dict[str, tuple[int, str, str, Path]]:
-    """Each example, eager and compiled, into a directory of its own."""
-    results = {}
-    for name, (options, _, _) in CASES.items():
-        out_dir = tmp_path_factory.mktemp(name)
-        rc, out, err = capture(str(EXAMPLES / f"{name}.py"), *options, "--steps", str(STEPS), "--warmup", "1",
-                               "-o", str(out_dir))
-        results[name] = (rc, out, err, out_dir)
-    return results
+CASES = {name: (*EXAMPLE_OPTIONS[name], STORED[name]) for name in EXAMPLE_OPTIONS}
 
 
 @pytest.mark.parametrize("name", CASES)

@@ -24,7 +24,7 @@ ADD_RELU = {"version": 1, "source": "inductor provenance tracking", "kernels": [
     "extern": False, "kernel_hash": "cyqo6qgngcleqcjm7nccqpqwmapn3gmvgbpsnnaser7sz3hxoxqi",
     "aten_ops": ["aten.add.Tensor", "aten.relu.default"], "post_grad_nodes": ["add", "relu"],
     "pre_grad_nodes": ["add", "relu"],
-    "source_lines": [{"file": "/home/u/examples/add_relu.py", "line": 16, "function": "add_relu",
+    "source_lines": [{"file": "/home/u/examples/add_relu.py", "line": 14, "function": "add_relu",
                       "code": "return (a + b).relu()"}], "module_paths": []}]}
 
 
@@ -41,7 +41,7 @@ def test_the_block_is_read_and_joined_by_kernel_name(tmp_path):
     records = gpu_records(trace, of_trace(trace))
     assert [r.name if r else None for r in records] == ["triton_poi_fused_add_relu_0"] * len(records)
     assert records[0].op_names == {"aten::add", "aten::relu"}
-    assert records[0].summary() == "aten::add, aten::relu at add_relu.py:16 in add_relu"
+    assert records[0].summary() == "aten::add, aten::relu at add_relu.py:14 in add_relu"
 
 
 def test_a_kernel_the_records_do_not_name_keeps_no_record(tmp_path):
@@ -59,7 +59,7 @@ def test_the_diff_matches_the_fused_kernel_to_the_eager_kernels_it_covers(tmp_pa
     row = rows.iloc[0]
     assert row["kind"] == "fused" and row["a_count"] == 2 and row["b_count"] == 1
     assert row["reason"] == ("provenance: Inductor's record of triton_poi_fused_add_relu_0 covers aten::add, "
-                             "aten::relu at add_relu.py:16 in add_relu; A's kernels by op (the eager trace has "
+                             "aten::relu at add_relu.py:14 in add_relu; A's kernels by op (the eager trace has "
                              "no source lines)")
 
 
@@ -139,12 +139,12 @@ def test_search_finds_a_compiled_kernel_by_an_op_or_source_line_it_covers(tmp_pa
     trace = load_trace(with_block(tmp_path, "add_relu_1M_compiled", ADD_RELU))
     search = launch_search(trace, launch_context(trace))
     n = len(trace.gpu)
-    for pattern in ("aten::relu", "aten.add", "add_relu.py:16", "(a + b)"):
+    for pattern in ("aten::relu", "aten.add", "add_relu.py:14", "(a + b)"):
         assert search.match(pattern).sum() == n, pattern
         assert search.fields(pattern, 0) == ("provenance",) or "provenance" in search.fields(pattern, 0)
     assert search.match("aten::mul").sum() == 0
     plain = load_trace(SHARED_TRACES / "add_relu_1M_compiled.json.gz")  # no block: no such hits
-    assert launch_search(plain, launch_context(plain)).match("add_relu.py:16").sum() == 0
+    assert launch_search(plain, launch_context(plain)).match("add_relu.py:14").sum() == 0
 
 
 def test_details_show_what_the_compiled_kernel_computes_and_where_from(tmp_path):
@@ -155,4 +155,4 @@ def test_details_show_what_the_compiled_kernel_computes_and_where_from(tmp_path)
     kernels = build_kernels(trace)
     details = launch_details(kernels, build_browse(kernels), 0)
     assert details.value("computes") == "aten::add, aten::relu"
-    assert details.value("from") == "add_relu.py:16 in add_relu"
+    assert details.value("from") == "add_relu.py:14 in add_relu"

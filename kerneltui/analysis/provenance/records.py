@@ -105,7 +105,7 @@ def parse(block: object) -> Provenance | None:
     if not isinstance(block, dict) or not isinstance(block.get("kernels"), list):
         return None
     kernels = tuple(k for k in (_kernel(item) for item in block["kernels"]) if k is not None)
-    return Provenance(str(block.get("source", "")), kernels)
+    return Provenance(str(block.get("source") or ""), kernels)
 
 
 def read_file(path: str | os.PathLike) -> Provenance:
