@@ -117,8 +117,8 @@ def test_eager_op_names(text, expected):
 
 
 def test_frame_names_and_places():
-    s = frame_source("examples/add_relu.py(16): add_relu")
-    assert (s.file, s.line, s.function) == ("examples/add_relu.py", 16, "add_relu")
+    s = frame_source("examples/add_relu.py(14): add_relu")
+    assert (s.file, s.line, s.function) == ("examples/add_relu.py", 14, "add_relu")
     assert s.same_place(parse(ADD_RELU).kernels[0].source_lines[0])
     assert frame_source("<built-in method add>") is None
 

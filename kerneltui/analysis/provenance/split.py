@@ -27,6 +27,7 @@ class SideProvenance:
     records: list[KernelProvenance | None]
     ops: list[frozenset[str]]  # every op around the launch: eager relu launches from aten::clamp_min in aten::relu
     sources: list[SourceLine | None]
+    any: bool = False  # some row has a record (asked per segment: computed once)
 
     @classmethod
     def of(cls, trace, records: list[KernelProvenance | None] | None) -> SideProvenance:
@@ -35,11 +36,8 @@ class SideProvenance:
                    for names, kinds in zip(context.stacks, context.stack_kinds)]
         ops = [op_sets[c] for c in context.stack_code.tolist()]
         sources = [frame_source(s) if s else None for s in trace.gpu_sources["source"].tolist()]
-        return cls(records if records is not None else [None] * len(trace.gpu), ops, sources)
-
-    @property
-    def any(self) -> bool:
-        return any(r is not None for r in self.records)
+        records = records if records is not None else [None] * len(trace.gpu)
+        return cls(records, ops, sources, any(r is not None for r in records))
 
 
 @dataclass(frozen=True)
