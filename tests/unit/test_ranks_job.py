@@ -161,6 +161,8 @@ def test_one_rank_file_of_a_bigger_world_reads_in_the_singular(tmp_path, capsys)
 def test_traces_without_distributed_info_are_numbered_by_file_order(tmp_path, capsys):
     for name in ("add_relu_1M_eager", "mlp_bf16_eager"):
         shutil.copy(SHARED_TRACES / f"{name}.json.gz", tmp_path)
+        shutil.copy(SHARED_TRACES / f"{name}.truth.json", tmp_path)  # siblings that are not ranks
+    (tmp_path / "add_relu.provenance.json").write_text('{"version": 1, "kernels": []}')
     code, out, err = run(capsys, "summary", str(tmp_path), "--format", "json")
     doc = json.loads(out)
     assert code == 0 and [r["rank"] for r in doc["ranks"]] == [0, 1]

@@ -43,8 +43,8 @@ def rank_files(paths: list[str]) -> list[str]:
 
 
 def _is_trace_name(name: str) -> bool:
-    # a sibling .truth.json (this project's test data) or a summary written beside the traces is not a rank
-    return name.endswith(TRACE_SUFFIXES) and not name.endswith((".truth.json", ".summary.json"))
+    # a sibling .truth.json (this project's test data), a summary or a capture's .provenance.json is not a rank
+    return name.endswith(TRACE_SUFFIXES) and not name.endswith((".truth.json", ".summary.json", ".provenance.json"))
 
 
 def peek_rank(path: str, head_bytes: int = 1 << 20) -> int | None:
