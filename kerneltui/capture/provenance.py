@@ -57,7 +57,8 @@ class Support:
 def _has_option(dotted: str) -> bool:
     section, _, name = dotted.rpartition(".")
     try:
-        holder = functools.reduce(getattr, section.split("."), torch._inductor.config) if section else None
+        config = torch._inductor.config
+        holder = functools.reduce(getattr, section.split("."), config) if section else config
     except AttributeError:
         return False
     return holder is not None and hasattr(holder, name)

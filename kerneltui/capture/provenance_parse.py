@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 # `cpp_fused_add_relu_0 = async_compile.cpp_pybinding([...], r'''` / `triton_poi_... = async_compile.triton(`
@@ -148,6 +149,24 @@ def _module_paths(dynamo: dict[str, DynamoNode], pre_grad: list[str], traces: li
     return list(dict.fromkeys(module_path(s) for s in stacks))
 
 
+def _this_runs_files(dynamo: dict, library: tuple[str, ...]) -> dict[tuple, str]:
+    """(file name, line, function, code) -> the path this run's Dynamo graph gives that line."""
+    out = {}
+    for node in dynamo.values():
+        for line in source_lines(node.stack_trace or "", library):
+            out.setdefault((Path(line["file"]).name, line["line"], line["function"], line["code"]), line["file"])
+    return out
+
+
+def _rehomed(lines: list[dict[str, Any]], here: dict[tuple, str]) -> list[dict[str, Any]]:
+    """Lines whose file this run knows by another path (a cached compile's): given this run's path."""
+    out = []
+    for line in lines:
+        path = here.get((Path(line["file"]).name, line["line"], line["function"], line["code"]))
+        out.append({**line, "file": path} if path and path != line["file"] else line)
+    return out
+
+
 def kernels(graph: GraphRecord, library: tuple[str, ...] = ()) -> list[dict[str, Any]]:
     """The graph's kernel records, in call order, in the shape of the provenance contract.
 
@@ -161,6 +180,7 @@ def kernels(graph: GraphRecord, library: tuple[str, ...] = ()) -> list[dict[str,
     defined = _definitions(code)
     sites = _call_sites(code, defined) or [(name, None, None) for name in defined]
     name_of_graph = graph_name(code)
+    here = _this_runs_files(dynamo, library)
     records = []
     for name, handle, origin in sites:
         definition = defined.get(name)
@@ -170,12 +190,13 @@ def kernels(graph: GraphRecord, library: tuple[str, ...] = ()) -> list[dict[str,
         if not pre and origin:
             # "Source Nodes" lists pre- and post-grad names alike: keep those Dynamo's graph has
             pre = [p for p in _listed(origin[1]) if not dynamo or p in dynamo]
-        traces = stacks.get(handle) or stacks.get(name) or [
-            dynamo[p].stack_trace for p in pre if p in dynamo and dynamo[p].stack_trace
-        ]
+        # Dynamo's own stack traces are this run's; Inductor's artefact may be replayed from an FX-cache
+        # entry another checkout filled, with that checkout's paths
+        fresh = [dynamo[p].stack_trace for p in pre if p in dynamo and dynamo[p].stack_trace]
+        traces = fresh or stacks.get(handle) or stacks.get(name) or []
         user_lines, library_lines = {}, {}
         for trace in traces:
-            for line in source_lines(trace, library):
+            for line in _rehomed(source_lines(trace, library), here):
                 where = library_lines if library and line["file"].startswith(library) else user_lines
                 where.setdefault((line["file"], line["line"], line["function"]), line)
         records.append({

@@ -261,3 +261,18 @@ def test_the_loader_joins_a_cpu_capture_s_kernels_to_their_records(captured):
     assert [(Path(s.file).name, s.line) for s in record.source_lines][:1] == [("add_relu.py", ADD_RELU_LINE)]
     names = {trace.name(int(trace.events["name"].iat[r])) for r in rows}
     assert len(names) == 1 and names.pop().endswith("_cpp_fused_add_relu_0")
+
+
+def test_a_cached_compile_from_another_checkout_names_this_run_s_files(captured, tmp_path):
+    """The session already compiled examples/add_relu.py; the same code from another directory is an
+    FX-cache hit whose replayed artefacts carry the first path. The records must name the copy (CI's
+    fresh clone met this: its lines pointed into the other checkout)."""
+    copy = tmp_path / "elsewhere" / "add_relu.py"
+    copy.parent.mkdir()
+    copy.write_text(ADD_RELU.read_text())
+    out_dir = tmp_path / "out"
+    rc, _, err = capture(str(copy), *EXAMPLE_OPTIONS["add_relu"][0], "--modes", "compiled", "--steps", "1",
+                         "--warmup", "1", "-o", str(out_dir))
+    assert rc == 0, err
+    [kernel] = read(out_dir / f"{EXAMPLE_OPTIONS['add_relu'][1]}_compiled.json.gz")["kerneltui"]["provenance"]["kernels"]
+    assert [(s["file"], s["line"]) for s in kernel["source_lines"]] == [(str(copy), ADD_RELU_LINE)]
