@@ -290,6 +290,15 @@ def test_an_unreachable_scheduler_is_one_line(eight, capsys):
     assert len(err.splitlines()) == 1
 
 
+def test_a_malformed_scheduler_address_is_one_line(eight, capsys):
+    pytest.importorskip("distributed")
+    directory, _ = eight
+    code, _, err = run(capsys, "summary", str(directory), "--scheduler", "foo")
+    assert code == 2
+    assert err == ("kerneltui: --scheduler foo: cannot reach the Dask scheduler (missing port number in address"
+                   " 'foo')\n")
+
+
 def test_one_trace_options_are_refused_for_a_job(eight, capsys):
     directory, _ = eight
     code, _, err = run(capsys, "summary", str(directory), "--top", "3")

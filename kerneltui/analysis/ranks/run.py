@@ -111,8 +111,9 @@ def _on_dask(files: list[str], cache: bool | None, scheduler: str) -> list[RankS
             client = Client(cluster)
         else:
             client = Client(scheduler, timeout="10s")
-    except (OSError, TimeoutError) as exc:
-        raise UserError(f"--scheduler {scheduler}: cannot reach the Dask scheduler ({exc})") from None
+    except Exception as exc:  # noqa: BLE001 - a bad address, no scheduler there, or something else answering
+        why = str(exc).strip().splitlines()[0][:160] if str(exc).strip() else type(exc).__name__
+        raise UserError(f"--scheduler {scheduler}: cannot reach the Dask scheduler ({why})") from None
     try:
         # each worker opens the rank files itself: they must be on a file system it can reach
         futures = client.map(_dask_task, files, cache=cache, pure=False)
