@@ -108,6 +108,19 @@ def test_diff_provenance_file_attaches_to_the_side_it_names(tmp_path, capsys):
     assert code == 2 and capsys.readouterr().err.startswith("kerneltui: ")
 
 
+def test_a_provenance_file_that_names_none_of_the_kernels_is_said_not_used(tmp_path, capsys):
+    cpu = json.loads(json.dumps(ADD_RELU))
+    cpu["kernels"][0].update(name="cpp_fused_add_relu_0", trace_name="graph_0_cpp_fused_add_relu_0", kernel_hash=None)
+    path = tmp_path / "cpu.provenance.json"  # a CPU compile's record: it names no kernel of an H200 trace
+    path.write_bytes(orjson.dumps(cpu))
+    code = cli.main(["diff", str(SHARED_TRACES / "add_relu_1M_eager.json.gz"),
+                     str(SHARED_TRACES / "add_relu_1M_compiled.json.gz"), "--provenance", str(path), "--format", "json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 0 and not doc["matches"][0]["reason"].startswith("provenance")
+    assert ("the provenance file names none of A's or B's kernels (1 record, e.g. cpp_fused_add_relu_0): not used"
+            in doc["notes"])
+
+
 @pytest.mark.parametrize("text, expected", [
     ("aten.add.Tensor", "aten::add"), ("aten.relu.default", "aten::relu"), ("aten.mm", "aten::mm"),
     ("prims.convert_element_type.default", "prims::convert_element_type"), ("triton_kernel", "triton_kernel"),

@@ -120,8 +120,9 @@ def diff_traces(a: Trace, b: Trace, provenance: Provenance | None = None) -> Tra
     side_a, side_b = _side("A", a, ta, time_a), _side("B", b, tb, time_b)
     comparable = compare_workloads(a, b)
     attached = {"a": None, "b": None}
-    if provenance is not None:
-        attached[matching_side(a, b, provenance)] = provenance
+    side = matching_side(a, b, provenance) if provenance is not None else None
+    if side is not None:
+        attached[side] = provenance
     records_a = gpu_records(a, of_trace(a, attached["a"]))
     records_b = gpu_records(b, of_trace(b, attached["b"]))
     matches, pairs = matched_kernels(a, b, ta, tb, gpu_phases(a), gpu_phases(b), records_a, records_b)
@@ -133,6 +134,10 @@ def diff_traces(a: Trace, b: Trace, provenance: Provenance | None = None) -> Tra
     if "unknown" in (side_a.bound, side_b.bound):
         ratios["cpu_ns"] = math.nan
     notes = _notes(a, b, side_a, side_b, comparable, pairs)
+    if provenance is not None and side is None:
+        example = f", e.g. {provenance.kernels[0].name}" if provenance.kernels else ""
+        notes.append(f"the provenance file names none of A's or B's kernels ({plural(len(provenance.kernels), 'record')}"
+                     f"{example}): not used")
     return TraceDiff(
         side_a, side_b, comparable, ratios, verdict(time_a, time_b, comparable), tuple(phase_breakdown(a, b)),
         matches, _attribution(matches), tuple(notes), tuple(_facts(side_a, side_b, matches)), pairs,

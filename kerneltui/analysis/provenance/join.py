@@ -58,8 +58,11 @@ def cpu_kernel_rows(trace: Trace, provenance: Provenance | None) -> dict[int, Ke
             not by_name[n].extern}
 
 
-def matching_side(a: Trace, b: Trace, provenance: Provenance) -> str:
-    """Which trace (``"a"`` or ``"b"``) a provenance file describes: the one more of whose kernels it names."""
+def matching_side(a: Trace, b: Trace, provenance: Provenance) -> str | None:
+    """Which trace (``"a"`` or ``"b"``) a provenance file describes: the one more of whose kernels it
+    names; None when it names none of either's (another workload, or another device's compile)."""
     hits = [sum(r is not None for r in gpu_records(t, provenance)) + len(cpu_kernel_rows(t, provenance))
             for t in (a, b)]
+    if not any(hits):
+        return None
     return "a" if hits[0] > hits[1] else "b"
