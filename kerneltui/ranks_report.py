@@ -111,8 +111,9 @@ def headline(job: Job) -> list[str]:
     """Two lines that fit 80 columns: what the job is, and its totals."""
     t = job.totals()
     return [
-        printable(plural(t["ranks"], "rank") + (f" of world_size {t['world_size']}" if t["world_size"] else "")
-                  + (f" ({t['failed']} failed)" if t["failed"] else "") + f" · {job.good[0].device}"),
+        printable(plural(t["ranks"] + t["failed"], "rank") + (f" of world_size {t['world_size']}" if t["world_size"] else "")
+                  + (f" ({t['failed']} failed)" if t["failed"] else "")
+                  + f" · {job.good[0].device}"),
         (f"step {fmt_ns(t['step_ns_max'])} (slowest rank) · communication {t['comm_share']:.1%} of GPU busy,"
          f" exposed {t['exposed_comm_share']:.1%}"),
     ]
@@ -197,12 +198,14 @@ def job_diff_table(d: JobDiff) -> str:
                      fmt_ns(row["exposed_comm_ns_a"]), fmt_ns(row["exposed_comm_ns_b"]),
                      _change(row["exposed_comm_ns_a"], row["exposed_comm_ns_b"])])
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
-    lines = [printable(f"A: {len(d.a.good)} ranks ({d.a.ranks[0].path.rsplit('/', 1)[0]}) · "
-                       f"B: {len(d.b.good)} ranks ({d.b.ranks[0].path.rsplit('/', 1)[0]})"), ""]
-    lines.append("  ".join(h.rjust(w) for h, w in zip(header, widths)))
-    lines.extend("  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in rows)
+    gap = "  " if sum(widths) + 2 * (len(widths) - 1) <= 80 else " "  # 80 columns when it can
+    lines = [printable(f"A: {plural(len(d.a.good), 'rank')} ({d.a.ranks[0].path.rsplit('/', 1)[0]})"),
+             printable(f"B: {plural(len(d.b.good), 'rank')} ({d.b.ranks[0].path.rsplit('/', 1)[0]})"), ""]
+    lines.append(gap.join(h.rjust(w) for h, w in zip(header, widths)))
+    lines.extend(gap.join(c.rjust(w) for c, w in zip(r, widths)) for r in rows)
     lines.append("")
-    lines.extend(printable(f) for f in job_diff_findings(d))
+    for f in job_diff_findings(d):
+        lines.extend(textwrap.wrap(printable(f), 80, subsequent_indent="  "))
     lines.append("per rank, what changed in its kernels: kerneltui diff A B --rank N")
     return "\n".join(lines) + "\n"
 

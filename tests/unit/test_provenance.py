@@ -117,8 +117,8 @@ def test_a_provenance_file_that_names_none_of_the_kernels_is_said_not_used(tmp_p
                      str(SHARED_TRACES / "add_relu_1M_compiled.json.gz"), "--provenance", str(path), "--format", "json"])
     doc = json.loads(capsys.readouterr().out)
     assert code == 0 and not doc["matches"][0]["reason"].startswith("provenance")
-    assert ("the provenance file names none of A's or B's kernels (1 record, e.g. cpp_fused_add_relu_0): not used"
-            in doc["notes"])
+    assert ("the provenance file names none of A's or B's kernels (1 record, e.g. cpp_fused_add_relu_0): C++ kernels,"
+            " a CPU compile's record (capture it where the traces were profiled): not used") in doc["notes"]
 
 
 @pytest.mark.parametrize("text, expected", [

@@ -136,8 +136,10 @@ def diff_traces(a: Trace, b: Trace, provenance: Provenance | None = None) -> Tra
     notes = _notes(a, b, side_a, side_b, comparable, pairs)
     if provenance is not None and side is None:
         example = f", e.g. {provenance.kernels[0].name}" if provenance.kernels else ""
+        cpu = provenance.kernels and all(k.name.startswith(("cpp_", "extern_kernels.")) for k in provenance.kernels)
+        hint = ": C++ kernels, a CPU compile's record (capture it where the traces were profiled)" if cpu else ""
         notes.append(f"the provenance file names none of A's or B's kernels ({plural(len(provenance.kernels), 'record')}"
-                     f"{example}): not used")
+                     f"{example}){hint}: not used")
     return TraceDiff(
         side_a, side_b, comparable, ratios, verdict(time_a, time_b, comparable), tuple(phase_breakdown(a, b)),
         matches, _attribution(matches), tuple(notes), tuple(_facts(side_a, side_b, matches)), pairs,

@@ -79,7 +79,7 @@ def job_of(summaries: list[RankSummary]) -> Job:
     _check_devices(good, warnings)
     if len(good) == 1:
         warnings.append("one rank: clock offsets, lateness and stragglers need at least two")
-        return Job(ranks, {good[0].rank: 0}, world_size=world, warnings=tuple(warnings))
+        return Job(ranks, None, world_size=world, warnings=tuple(warnings))  # one clock: nothing to line up
     if not any(len(r.collectives) for r in good):
         warnings.append("no collective kernels on any rank (compute only): nothing to line the clocks up with, "
                         "ranks are shown on their own clocks")
@@ -148,8 +148,10 @@ def _world_size(good: list[RankSummary], files: int, warnings: list[str]) -> int
                         + "): traces of different jobs?")
     world = sizes.most_common(1)[0][0]
     if world != files:
+        read = len(good)
+        cover = f"the {read} read" if read != files else (f"those {files}" if files != 1 else "that one")
         warnings.append(f"world_size is {world} but {plural(files, 'rank file')} {'were' if files != 1 else 'was'}"
-                        f" found: the job figures cover {f'those {files}' if files != 1 else 'that one'}")
+                        f" found: the job figures cover {cover}")
     return world
 
 

@@ -73,12 +73,13 @@ def _wordings(job: Job, aligned: bool) -> list[list[str]]:
     failed = f" ({t['failed']} failed)" if t["failed"] else ""
     step, comm, exposed = fmt_ns(t["step_ns_max"]), f"{t['comm_share']:.1%}", f"{t['exposed_comm_share']:.1%}"
     short_clock = clock_label(job, aligned, True).replace(" clocks", "")
-    few = f"{t['ranks']}" + (f"/{world}" if world else "") + " ranks" + failed.replace(" (", ", ").rstrip(")")
+    total = t["ranks"] + t["failed"]  # "3 ranks (1 failed)": three files, two summarised
+    few = f"{total}" + (f"/{world}" if world else "") + " ranks" + failed.replace(" (", ", ").rstrip(")")
     return [
-        [f"{t['ranks']} ranks" + (f" of world_size {world}" if world else "") + failed, device,
+        [f"{total} ranks" + (f" of world_size {world}" if world else "") + failed, device,
          f"step {step} (slowest rank)", f"communication {comm} of GPU busy, exposed {exposed}",
          clock_label(job, aligned)],
-        [f"{t['ranks']} ranks" + (f" of {world}" if world else "") + failed, device.removeprefix("NVIDIA "),
+        [f"{total} ranks" + (f" of {world}" if world else "") + failed, device.removeprefix("NVIDIA "),
          f"step {step} (slowest)", f"comm {comm} of busy, exposed {exposed}", clock_label(job, aligned, True)],
         [few, device.removeprefix("NVIDIA "), f"step {step}", f"comm {comm} exposed {exposed}", short_clock],
         [few, f"step {step}", f"comm {comm} exposed {exposed}", short_clock],
