@@ -42,10 +42,12 @@ def findings(job: Job) -> list[str]:
     out = []
     if job.stragglers:
         worst = job.stragglers[0]
-        out.append(f"straggler{'s' if len(job.stragglers) > 1 else ''}: rank "
-                   + ", ".join(str(r) for r in job.stragglers)
-                   + f" (rank {worst} reaches the collectives {fmt_ns(job.lateness_ns[worst])} after the median rank;"
-                   " the others wait for it)")
+        late = f"reaches the collectives {fmt_ns(job.lateness_ns[worst])} after the median rank"
+        if len(job.stragglers) == 1:
+            out.append(f"straggler: rank {worst} {late}; the others wait for it")
+        else:
+            out.append(f"stragglers: ranks {', '.join(str(r) for r in job.stragglers)} (rank {worst}, the worst, {late};"
+                       " the others wait for them)")
     elif job.offsets_ns is not None and len(job.good) > 1:
         out.append(f"no straggler: every rank reaches the {job.matched} matched collectives within noise of the others")
     if job.offsets_ns:
@@ -142,7 +144,8 @@ def as_table(job: Job) -> str:
 
 def as_markdown(job: Job) -> str:
     header = [h for h, _ in _COLUMNS]
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines = [*(f"**{line}**" if i == 0 else line for i, line in enumerate(headline(job))), "",
+             "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for row in rank_rows(job):
         cells = _cells(row, row["rank"] in job.stragglers)
         cells += [""] * (len(header) - len(cells))

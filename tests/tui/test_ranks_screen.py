@@ -114,7 +114,7 @@ async def test_rows_are_the_reports_figures_and_the_straggler_is_marked(job_dir,
         assert f"{t['comm_share']:.1%}" in header and f"{t['exposed_comm_share']:.1%}" in header
         assert len(header) <= size[0] - 2
         notes = text(app, "#ranks-notes")
-        assert notes.startswith("straggler: rank 3 (rank 3 reaches the collectives")
+        assert notes.startswith("straggler: rank 3 reaches the collectives")
 
 
 async def test_c_toggles_the_clock_and_the_header_says_which(job_dir):

@@ -127,12 +127,14 @@ def test_summary_table_csv_and_markdown(eight, capsys):
     marked = [line.split()[0] for line in lines[4:12] if line.split()[1] == "◀"]
     assert marked == [str(truth.straggler)] and "◀ straggler" in lines
     assert all(len(line) <= 80 for line in lines)
-    assert any(line.startswith(f"straggler: rank {truth.straggler} (rank {truth.straggler} reaches") for line in lines)
+    assert any(line.startswith(f"straggler: rank {truth.straggler} reaches the collectives") for line in lines)
     code, out, _ = run(capsys, "summary", str(directory), "--format", "csv")
     assert out.splitlines()[0].startswith("rank,device,steps,step_ns,busy_ns,compute_ns,comm_ns,exposed_comm_ns")
     assert len(out.splitlines()) == 9
     code, out, _ = run(capsys, "summary", str(directory), "--format", "markdown")
-    assert out.splitlines()[0] == "| rank | step | busy | compute | comm | exposed | idle | offset | late |"
+    assert out.splitlines()[0] == "**8 ranks of world_size 8 · NVIDIA A100-PG509-200**"
+    assert out.splitlines()[1].startswith("step ") and out.splitlines()[2] == ""
+    assert out.splitlines()[3] == "| rank | step | busy | compute | comm | exposed | idle | offset | late |"
     assert f"- straggler: rank {truth.straggler} " in out
 
 
