@@ -26,6 +26,12 @@ BLOCK = 16 << 20
 _DONE = object()
 
 
+def size_and_compression(path: str | os.PathLike) -> tuple[int, bool]:
+    """A file's bytes on disk, and whether they are gzip (by content, as BlockStream reads it). Raises OSError."""
+    with open(path, "rb") as f:
+        return os.fstat(f.fileno()).st_size, f.read(2) == GZIP_MAGIC
+
+
 class BlockStream:
     """Iterate blocks; afterwards ``cut_short`` says whether a gzip stream ended early."""
 

@@ -15,14 +15,14 @@ import numpy as np
 import orjson
 import pandas as pd
 
+from kerneltui.trace import pool
+from kerneltui.trace.blocks import size_and_compression
+from kerneltui.trace.cache import holds as cache_holds
+from kerneltui.trace.cache import load as cached_read
 from kerneltui.trace.frames import innermost_frames, sources
 from kerneltui.trace.intervals import depth_by_group
 from kerneltui.trace.iterations import Iterations, find_iterations
 from kerneltui.trace.link import OpStack, gpu_table
-from kerneltui.trace import pool
-from kerneltui.trace.blocks import GZIP_MAGIC
-from kerneltui.trace.cache import holds as cache_holds
-from kerneltui.trace.cache import load as cached_read
 from kerneltui.trace.load import RawTrace
 from kerneltui.trace.schema import Kind, TraceMeta
 
@@ -221,8 +221,7 @@ def start_workers_for(paths: list[str], cache: bool | None = None) -> bool:
         if cache_holds(path, cache):
             continue
         try:
-            with open(path, "rb") as f:
-                sizes.append((os.fstat(f.fileno()).st_size, f.read(2) == GZIP_MAGIC))
+            sizes.append(size_and_compression(path))
         except OSError:
             continue  # the load itself words the error
     return pool.start_workers(sizes)

@@ -33,10 +33,14 @@ def worker_count() -> int:
     return min(4, os.cpu_count() or 1)
 
 
+def json_bytes(file_bytes: int, compressed: bool) -> int:
+    """About how much JSON a file of this size holds (gzip: inflated, guessed low)."""
+    return file_bytes * (GZIP_RATIO_GUESS if compressed else 1)
+
+
 def wants_workers(file_bytes: int, compressed: bool) -> bool:
     """Whether a file this size is decoded faster by worker processes than in one."""
-    size = file_bytes * (GZIP_RATIO_GUESS if compressed else 1)
-    return worker_count() >= 2 and size >= PARALLEL_FROM_BYTES
+    return worker_count() >= 2 and json_bytes(file_bytes, compressed) >= PARALLEL_FROM_BYTES
 
 
 def start_workers(file_sizes: list[tuple[int, bool]]) -> bool:

@@ -70,9 +70,9 @@ def fit_clocks(ranks: list[Collectives]) -> ClockFit:
     return ClockFit([None if o is None else o - first for o in offsets], shared, spread, keyed)
 
 
-def match_collectives(ranks: list[Collectives], keyed: list[dict[tuple, int]] | None = None) -> Matched:
-    """The synchronising collectives that every rank has, in the order of the first rank."""
-    keyed = keyed if keyed is not None else [_keys(c) for c in ranks]
+def match_collectives(ranks: list[Collectives], keyed: list[dict[tuple, int]]) -> Matched:
+    """The synchronising collectives that every rank has (under ``fit_clocks``'s aligned keys), in the
+    order of the first rank."""
     common = set(keyed[0]) if keyed else set()
     for k in keyed[1:]:
         common &= set(k)

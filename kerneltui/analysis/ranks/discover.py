@@ -9,6 +9,7 @@ import zlib
 from pathlib import Path
 
 from kerneltui.errors import UserError
+from kerneltui.trace.blocks import GZIP_MAGIC
 
 TRACE_SUFFIXES = (".json", ".json.gz")
 
@@ -52,7 +53,7 @@ def peek_rank(path: str, head_bytes: int = 1 << 20) -> int | None:
     (Kineto writes the top-level keys before traceEvents); None when the head does not say."""
     try:
         with open(path, "rb") as f:
-            gz = f.read(2) == b"\x1f\x8b"
+            gz = f.read(2) == GZIP_MAGIC
             f.seek(0)
             head = gzip.GzipFile(fileobj=f).read(head_bytes) if gz else f.read(head_bytes)
     except (OSError, EOFError, zlib.error):

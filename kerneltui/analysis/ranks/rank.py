@@ -91,24 +91,33 @@ def summarize_rank_file(path: str, cache: bool | None = None) -> RankSummary:
     try:
         trace = load_trace(path, cache=cache)
     except TraceError as exc:
-        return RankSummary(path=str(path), rank=rank_of_file(path), rank_from="file name" if rank_of_file(path)
-                           is not None else "", world_size=None, backend="", device="", error=str(exc))
+        return failed_rank(path, str(exc))
     except MemoryError:
-        return RankSummary(path=str(path), rank=rank_of_file(path), rank_from="", world_size=None, backend="",
-                           device="", error=f"{path}: not enough memory to load this rank")
+        return failed_rank(path, f"{path}: not enough memory to load this rank")
     if not len(trace.events):
-        return RankSummary(path=str(path), rank=trace.meta.rank if trace.meta.rank is not None else rank_of_file(path),
-                           rank_from="", world_size=trace.meta.world_size, backend="", device="",
-                           error=f"{path}: no events in this trace: nothing to summarise")
+        return failed_rank(path, f"{path}: no events in this trace: nothing to summarise", trace.meta.rank,
+                           trace.meta.world_size)
     return summarize_rank(trace)
+
+
+def failed_rank(path: str, error: str, rank: int | None = None, world_size: int | None = None) -> RankSummary:
+    """A rank that could not be summarised: the one line why, numbered from what is known of it."""
+    rank, rank_from = rank_number(rank, path)
+    return RankSummary(path=str(path), rank=rank, rank_from=rank_from, world_size=world_size, backend="", device="",
+                       error=error)
+
+
+def rank_number(recorded: int | None, path: str | os.PathLike) -> tuple[int | None, str]:
+    """(rank, where it came from): distributedInfo's, else the file name's, else none."""
+    if recorded is not None:
+        return recorded, "distributedInfo"
+    from_name = rank_of_file(path)
+    return from_name, "file name" if from_name is not None else ""
 
 
 def summarize_rank(trace: Trace) -> RankSummary:
     meta = trace.meta
-    rank, rank_from = meta.rank, "distributedInfo"
-    if rank is None:
-        rank = rank_of_file(meta.path)
-        rank_from = "file name" if rank is not None else ""
+    rank, rank_from = rank_number(meta.rank, meta.path)
     g = trace.gpu
     start = g["ts"].to_numpy()
     end = g["end"].to_numpy()

@@ -14,11 +14,12 @@ from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 
-from kerneltui.analysis.ranks.rank import RankSummary, summarize_rank_file
+from kerneltui.analysis.ranks.rank import RankSummary, failed_rank, summarize_rank_file
 from kerneltui.errors import UserError
+from kerneltui.trace import pool
+from kerneltui.trace.blocks import size_and_compression
 
 LOAD_PEAK_PER_BYTE = 3  # peak memory while one rank loads, per byte of its JSON (measured ~1.3-2.5)
-GZIP_RATIO_GUESS = 12
 DASK_INSTALL = "--scheduler needs Dask: pip install 'kerneltui[cluster]' (or pip install 'dask[distributed]')"
 
 
@@ -67,9 +68,7 @@ def local_workers(files: list[str]) -> int:
 
 def _json_bytes(path: str) -> int:
     try:
-        size = os.path.getsize(path)
-        with open(path, "rb") as f:
-            return size * GZIP_RATIO_GUESS if f.read(2) == b"\x1f\x8b" else size
+        return pool.json_bytes(*size_and_compression(path))
     except OSError:
         return 0
 
@@ -127,8 +126,7 @@ def _on_dask(files: list[str], cache: bool | None, scheduler: str) -> list[RankS
 def _dask_task(path: str, cache: bool | None) -> RankSummary:
     _one_process_decode()
     if not os.path.exists(path):
-        return RankSummary(path=path, rank=None, rank_from="", world_size=None, backend="", device="",
-                           error=f"{path}: not found on the Dask worker (its file system must hold the traces)")
+        return failed_rank(path, f"{path}: not found on the Dask worker (its file system must hold the traces)")
     return summarize_rank_file(path, cache)
 
 
