@@ -1439,7 +1439,79 @@ def write_mutant(mutant: Mutant, folder: Path) -> str:
     return str(path)
 
 
-STAGES = ("load", "summary", "summary-json", "summary-variant", "diff-ab", "diff-ba", "diff-variant", "browser")
+STAGES = ("load", "summary", "summary-json", "summary-variant", "diff-ab", "diff-ba", "diff-variant", "browser",
+          "decoders")
+
+
+def decoders_differ(path: str) -> str | None:
+    """How loading ``path`` with the C scanner differs from loading it with the Python decoder
+    (None: not at all, or no scanner built). Both must read every text alike, damaged ones too:
+    the scanner hands the Python path whatever it does not read exactly as msgspec would."""
+    from kerneltui.trace import decode
+    from kerneltui.trace.load import read_trace
+
+    if decode._scan is None:
+        return None
+    loaded = []
+    before = os.environ.get("KERNELTUI_DECODER")
+    try:
+        for choice in ("python", "c"):
+            os.environ["KERNELTUI_DECODER"] = choice
+            try:
+                loaded.append(read_trace(path))
+            except Exception as exc:  # noqa: BLE001 - the two must fail alike, whatever they raise
+                loaded.append(f"{type(exc).__name__}: {exc}")
+    finally:
+        if before is None:
+            os.environ.pop("KERNELTUI_DECODER", None)
+        else:
+            os.environ["KERNELTUI_DECODER"] = before
+    python, scanned = loaded
+    if isinstance(python, str) or isinstance(scanned, str):
+        return None if python == scanned else f"python: {str(python)[:200]}; c: {str(scanned)[:200]}"
+    return raw_difference(python, scanned)
+
+
+def _same(x, y) -> bool:
+    """x == y, iteratively: top-level keys can be nested past Python's recursion limit."""
+    stack = [(x, y)]
+    while stack:
+        a, b = stack.pop()
+        if type(a) is not type(b):
+            return False
+        if isinstance(a, dict):
+            if a.keys() != b.keys():
+                return False
+            stack.extend((a[k], b[k]) for k in a)
+        elif isinstance(a, (list, tuple)):
+            if len(a) != len(b):
+                return False
+            stack.extend(zip(a, b))
+        elif a != b and not (a != a and b != b):  # NaN is NaN here
+            return False
+    return True
+
+
+def raw_difference(left, right) -> str | None:
+    """The first difference between two loads ((RawTrace, TraceMeta) pairs), None if there is none."""
+    import numpy as np
+
+    (a, meta_a), (b, meta_b) = left, right
+    if a.columns.keys() != b.columns.keys():
+        return f"columns {sorted(a.columns)} vs {sorted(b.columns)}"
+    for name, column in a.columns.items():
+        other = b.columns[name]
+        if column.dtype != other.dtype or not np.array_equal(column, other, equal_nan=column.dtype.kind == "f"):
+            rows = len(column), len(other)
+            return f"column {name} ({column.dtype}, {rows[0]} rows vs {other.dtype}, {rows[1]} rows)"
+    for field_name in ("names", "lanes", "metadata", "shapes_blob", "flow_events", "top", "truncated", "end_damaged"):
+        if not _same(getattr(a, field_name), getattr(b, field_name)):
+            return f"{field_name}: {str(getattr(a, field_name))[:120]} vs {str(getattr(b, field_name))[:120]}"
+    if a.losses.events != b.losses.events or a.losses.fields != b.losses.fields:
+        return f"losses {dict(a.losses.events)}/{dict(a.losses.fields)} vs {dict(b.losses.events)}/{dict(b.losses.fields)}"
+    if meta_a != meta_b:
+        return f"meta {meta_a} vs {meta_b}"
+    return None
 
 
 def run_mutant(mutant: Mutant, workdir: Path, browser: bool = False, keep: Path | None = None,
@@ -1489,6 +1561,12 @@ def run_mutant(mutant: Mutant, workdir: Path, browser: bool = False, keep: Path 
             failures.append(Failure("not-equivalent", "summary-json", "same trace, other summary",
                                     "(loader: layout changes the result)", 0, _first_difference(want, mine), [],
                                     f"kerneltui summary {path} --format json  vs  {mutant.base.path}"))
+    if "decoders" in stages_wanted and mutant.kind == "file" and not mutant.isolate:
+        difference = decoders_differ(path)
+        if difference is not None:
+            failures.append(Failure("decoders-differ", "decoders", "C scanner vs Python decoder",
+                                    "(loader: trace/_scan.c)", 0, difference, [],
+                                    f"KERNELTUI_DECODER=python and KERNELTUI_DECODER=c: load {path}"))
     rss_after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     peak = max((stage.peak_kb for stage, _, _ in results), default=0)
     if not mutant.isolate and (rss_after - rss_before > MEMORY_SUSPECT_KB or rss_after > MEMORY_LIMIT_KB):

@@ -40,6 +40,7 @@ import numpy as np
 import orjson
 
 from kerneltui import __version__
+from kerneltui.trace import decode
 from kerneltui.trace.load import RawTrace, read_trace
 from kerneltui.trace.repair import Losses
 from kerneltui.trace.schema import EVENT_COLUMNS, Device, TraceMeta
@@ -97,7 +98,8 @@ _code_digest: str | None = None
 
 
 def loader_digest() -> str:
-    """A digest of the loader's source files: any edit to the decoder is a new cache generation."""
+    """A digest of the loader's source files and of the compiled scanner: any edit to the decoder,
+    or a rebuild of the scanner, is a new cache generation."""
     global _code_digest
     if _code_digest is None:
         h = hashlib.blake2b(digest_size=16)
@@ -107,6 +109,11 @@ def loader_digest() -> str:
                 h.update(name.encode() + b"\0" + (here / f"{name}.py").read_bytes() + b"\0")
             except OSError:
                 h.update(name.encode() + b"\0?\0")  # installed without sources: the version constants still count
+        scanner = getattr(decode._scan, "__file__", None)  # built or not; KERNELTUI_DECODER changes no output
+        try:
+            h.update(b"_scan\0" + (Path(scanner).read_bytes() if scanner else b"python") + b"\0")
+        except OSError:
+            h.update(b"_scan\0?\0")
         _code_digest = h.hexdigest()
     return _code_digest
 

@@ -1,6 +1,11 @@
 """Decode a slice of the traceEvents array straight into numpy columns.
 
-msgspec decodes each event into a small typed struct (events.py), skipping every
+The compiled scanner (``_scan.c``) reads a chunk in one pass of C when it can; it hands
+back None for any text it does not read exactly as msgspec would, and the chunk is then
+decoded here in Python, to the same columns. Without a C compiler at install time the
+Python path is all there is (``KERNELTUI_DECODER=python`` chooses it, for comparison).
+
+In Python, msgspec decodes each event into a small typed struct (events.py), skipping every
 field we do not name (most of a trace's bytes); the structs are turned into columns a
 field at a time, each field read by one C-level pass (``map`` over an
 ``attrgetter``, interned through a dict's ``__missing__``), and dropped, so no
@@ -22,6 +27,7 @@ import numpy as np
 from kerneltui.trace import repair
 from kerneltui.trace.events import (
     _NO_ARGS,
+    _ONE_EVENT,
     EVENTS,
     OLD_EXTERNAL_ID,
     Args,
@@ -30,6 +36,13 @@ from kerneltui.trace.events import (
 )
 from kerneltui.trace.repair import Losses
 from kerneltui.trace.schema import EVENT_COLUMNS, KIND_BY_CATEGORY, Kind
+
+try:
+    from kerneltui.trace import _scan
+except ImportError:  # built without a C compiler: the Python path does everything
+    _scan = None
+if _scan is not None and dict(_scan.COLUMNS) != EVENT_COLUMNS:
+    _scan = None  # a stale build whose columns are not the schema's: never use it
 
 _KEPT_PHASES = frozenset(("X", "i", "I"))
 _FLOW_PHASES = frozenset(("s", "f", "t"))
@@ -111,6 +124,10 @@ class ChunkDecoder:
         self.begin_end: list[Event] = []  # B/E halves, paired once all are read
 
     def decode(self, array_json, separator: bytes | None = None) -> dict[str, np.ndarray]:
+        if scanner_in_use():
+            cols = self._scanned(array_json)
+            if cols is not None:
+                return cols
         if separator is not None and len(array_json) > 2 * SUB_CHUNK:
             cols = self._decode_in_parts(array_json, separator)
             if cols is not None:
@@ -120,6 +137,42 @@ class ChunkDecoder:
     def columns(self, events: list[Event]) -> dict[str, np.ndarray]:
         hashes: list[str] = []
         return self._intern_hashes(self._columns(events, hashes), hashes)
+
+    def _scanned(self, array_json) -> dict[str, np.ndarray] | None:
+        """The chunk's columns from the C scanner (None: it left the chunk to the Python path),
+        its tables mapped onto this decoder's in their order of first appearance."""
+        out = _scan.scan(array_json, _classify)
+        if out is None:
+            return None
+        columns, names, hashes, lanes, aside, blob, flows, bad_ts, bad_dur = out
+        view = memoryview(array_json)
+        try:  # before anything is kept: a refusal here leaves the decoder as it was
+            others = [_ONE_EVENT.decode(view[start:end]) for start, end in aside]
+        except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
+            return None
+        cols = {name: np.frombuffer(column, dtype) for (name, dtype), column in zip(_scan.COLUMNS, columns)}
+        cols["name"] = self.names.codes_of(names)[cols["name"]]
+        hashed = cols["kernel_hash"] >= 0
+        if hashed.any():  # interned after the chunk's names, as the Python path does
+            cols["kernel_hash"][hashed] = self.names.codes_of(hashes)[cols["kernel_hash"][hashed]]
+        cols["lane"] = self.lanes.codes_of(lanes)[cols["lane"]]
+        if blob:
+            at = cols["shapes_at"]
+            at[at >= 0] += self.shape_offset
+            self.shape_parts.append(blob)
+            self.shape_offset += len(blob)
+        self.flow_events += flows
+        if bad_dur:
+            self.losses.fields["dur"] += bad_dur
+        if bad_ts:
+            self.losses.events[repair.BAD_TIME] += bad_ts
+        for e in others:
+            if e.ph == "M":
+                a = e.args or _NO_ARGS
+                self.metadata.append((e.name, e.pid, e.tid, a.name, a.labels, a.sort_index))
+            else:
+                self.begin_end.append(e)
+        return cols
 
     def _decode_in_parts(self, array_json, separator: bytes) -> dict[str, np.ndarray] | None:
         """A chunk decoded ~SUB_CHUNK bytes at a time, each part's columns built while its
@@ -406,6 +459,18 @@ def _dim3(values: list) -> np.ndarray:
 
 def _ids(values: list) -> list:
     return [-1 if v is None else v for v in values] if None in values else values
+
+
+def scanner_in_use() -> bool:
+    """Whether chunks go to the C scanner first: built, and not turned off by KERNELTUI_DECODER=python."""
+    return _scan is not None and os.environ.get("KERNELTUI_DECODER", "").strip().lower() != "python"
+
+
+def _classify(ph: str, cat: str) -> int:
+    """For the C scanner, once per new (ph, cat): kind | kept << 8 | flow << 9 | aside << 10."""
+    kept = ph in _KEPT_PHASES
+    kind = kind_of(ph == "X", cat) if kept else 0
+    return kind | kept << 8 | (ph in _FLOW_PHASES) << 9 | (ph in _ASIDE_PHASES) << 10
 
 
 def kind_of(ph_is_complete: bool, category: str) -> int:

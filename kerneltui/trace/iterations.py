@@ -76,8 +76,9 @@ def _profiler_steps(trace: Trace) -> Iterations | None:
     ev = trace.events
     # torch 1.8-era Kineto wrote ProfilerStep#N as an op ("Operator"), later ones as an annotation
     rows = np.flatnonzero(np.isin(ev["kind"].to_numpy(), (Kind.ANNOTATION, Kind.CPU_OP)))
-    names = trace.names_of(ev["name"].to_numpy()[rows])
-    numbers = np.array([_step_number(n) for n in names], np.int64)
+    codes, local = np.unique(ev["name"].to_numpy()[rows], return_inverse=True)
+    # a regex per distinct name, not per op (a big trace has a million ops and a few hundred names)
+    numbers = np.array([_step_number(n) for n in trace.names_of(codes)], np.int64)[local.reshape(-1)]
     keep = numbers >= 0
     if not keep.any():
         return None

@@ -20,7 +20,7 @@ import numpy as np
 import orjson
 
 from kerneltui.errors import TraceError
-from kerneltui.trace import repair
+from kerneltui.trace import decode, repair
 from kerneltui.trace.begin_end import pair_begin_end
 from kerneltui.trace.blocks import BlockStream
 from kerneltui.trace.decode import ChunkDecoder, FileChanged
@@ -150,18 +150,18 @@ class _EventReader:
         pending_at = rest_at  # file offset of buffer[1:]
         # The array's "]" starts a line indented no deeper than the events: inside an
         # event, lines are deeper (pretty-printed) or there are none (one event a line).
-        array_end = re.compile(rb"\n[ \t]{0,%d}\]" % (len(separator) - 2))
+        array_end = _array_end_finder(len(separator) - 2)
         pending = b""
         for block in itertools.chain((rest,), blocks):
             # One copy per block: the chunk is decoded in place, its last comma turned into "]".
             buffer = bytearray(b"[")
             buffer += pending
             buffer += block
-            end = array_end.search(buffer, max(1, len(pending) - 256))
+            end = array_end(buffer, max(1, len(pending) - 256))
             if end is not None:
-                self._decode(bytes(buffer[1 : end.start()]))
+                self._decode(bytes(buffer[1 : end[0]]))
                 self._drain()
-                return False, bytes(buffer[end.end() :]) + b"".join(blocks)
+                return False, bytes(buffer[end[1] :]) + b"".join(blocks)
             cut = buffer.rfind(separator)
             if cut <= 1:
                 if len(buffer) > EVENT_LIMIT:  # no event boundary in this much text: one absurd event
@@ -262,6 +262,20 @@ class _EventReader:
         }
         self.chunks.clear()
         return RawTrace(columns, self.decoder, top, truncated, end_damaged)
+
+
+def _array_end_finder(max_indent: int) -> Callable[[bytes | bytearray, int], tuple[int, int] | None]:
+    """Finds where the events array ends, at or after an index: the ``\n`` of the first line that
+    is ``]`` indented at most ``max_indent`` (spaces or tabs), and the index after that ``]``."""
+    if decode.scanner_in_use():
+        return lambda text, start: decode._scan.array_end(text, start, max_indent)
+    pattern = re.compile(rb"\n[ \t]{0,%d}\]" % max_indent)
+
+    def search(text, start):
+        found = pattern.search(text, start)
+        return None if found is None else (found.start(), found.end())
+
+    return search
 
 
 def events_from_pieces_strict(piece: bytes):

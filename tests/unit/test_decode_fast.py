@@ -1,4 +1,7 @@
-"""The fast decode path: chunks decoded in cache-sized parts, workers reading their chunks from the file.
+"""The Python decoder's fast path: chunks decoded in cache-sized parts, workers reading their chunks from the file.
+
+(The C scanner, which reads most chunks before this path is tried, has tests/unit/test_scan.py;
+the parts tests here turn it off, or they would test it instead.)
 
 Each must give exactly what decoding a chunk whole, in one process, gives: the same
 columns, the same codes in the same order, the same metadata, shapes and losses.
@@ -44,6 +47,7 @@ def plain_gpt(tmp_path):
 
 def whole_and_in_parts(path, monkeypatch):
     monkeypatch.setenv("KERNELTUI_WORKERS", "0")
+    monkeypatch.setenv("KERNELTUI_DECODER", "python")
     monkeypatch.setattr(decode, "SUB_CHUNK", 1 << 40)  # never in parts
     whole, _ = read_trace(path)
     monkeypatch.setattr(decode, "SUB_CHUNK", 8 << 10)  # hundreds of parts per chunk

@@ -1,0 +1,1233 @@
+/* The traceEvents array -> event columns in one pass of C (the fast path of decode.py).
+ *
+ * scan(array_json, classify) reads a JSON array of trace events and returns the columns
+ * that ChunkDecoder.columns(decode_events(array_json)) would build, or None when the text
+ * is anything it does not read exactly as msgspec's typed decoder does: a field of another
+ * type (msgspec's non-strict coercions included), a duplicate field, an escaped key, an int
+ * out of its column's range, nesting past MAX_DEPTH, NaN/Infinity, bad UTF-8 anywhere, the
+ * torch-1.8 "external id" spelling. The caller then decodes the chunk the Python way, so
+ * this file only ever has to be right about the text it accepts.
+ *
+ * Strings are interned here by their bytes; the caller maps the returned tables onto its own
+ * (in order of first appearance, as the Python path interns them).
+ */
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+typedef unsigned char u8;
+
+#define BAIL (-1)
+#define MAX_DEPTH 200
+#define MAX_US 4503599627370496.0 /* 2**52: |ts| and dur in µs that stay exact and fit int64 ns */
+
+/* Kinds, as schema.Kind numbers them. */
+enum { K_MEMSET = 2, K_CPU_OP = 3, K_PYTHON = 5, K_RUNTIME = 6, K_DRIVER = 7, K_MEMORY = 10 };
+
+/* ------------------------------------------------------------------ buffers and tables */
+
+typedef struct {
+    char *data;
+    size_t len, cap;
+} Buf;
+
+static int buf_reserve(Buf *b, size_t extra) {
+    if (b->len + extra <= b->cap) return 0;
+    size_t cap = b->cap ? b->cap : 256;
+    while (cap < b->len + extra) cap *= 2;
+    char *d = realloc(b->data, cap);
+    if (!d) {
+        PyErr_NoMemory();
+        return BAIL;
+    }
+    b->data = d;
+    b->cap = cap;
+    return 0;
+}
+
+static int buf_put(Buf *b, const void *s, size_t n) {
+    if (buf_reserve(b, n)) return BAIL;
+    memcpy(b->data + b->len, s, n);
+    b->len += n;
+    return 0;
+}
+
+static uint64_t hash_bytes(const u8 *s, size_t n) {
+    uint64_t h = 0x9E3779B97F4A7C15ull ^ (n * 0xff51afd7ed558ccdull);
+    while (n >= 8) {
+        uint64_t v;
+        memcpy(&v, s, 8);
+        h = (h ^ v) * 0xff51afd7ed558ccdull;
+        h ^= h >> 32;
+        s += 8;
+        n -= 8;
+    }
+    uint64_t v = 0;
+    memcpy(&v, s, n);
+    h = (h ^ v) * 0xc4ceb9fe1a85ec53ull;
+    h ^= h >> 29;
+    return h;
+}
+
+typedef struct {
+    uint64_t hash;
+    size_t off;
+    uint32_t len;
+    int32_t id; /* -1: empty */
+} Slot;
+
+/* Byte strings -> dense ids in order of insertion; keys are copied into ``keys``. */
+typedef struct {
+    Slot *slots;
+    size_t mask, count;
+    Buf keys;
+} Table;
+
+static int table_init(Table *t) {
+    t->mask = 255;
+    t->count = 0;
+    t->keys = (Buf){0};
+    t->slots = malloc(sizeof(Slot) * (t->mask + 1));
+    if (!t->slots) {
+        PyErr_NoMemory();
+        return BAIL;
+    }
+    for (size_t i = 0; i <= t->mask; i++) t->slots[i].id = -1;
+    return 0;
+}
+
+static void table_free(Table *t) {
+    free(t->slots);
+    free(t->keys.data);
+}
+
+static int table_grow(Table *t) {
+    size_t mask = t->mask * 2 + 1;
+    Slot *slots = malloc(sizeof(Slot) * (mask + 1));
+    if (!slots) {
+        PyErr_NoMemory();
+        return BAIL;
+    }
+    for (size_t i = 0; i <= mask; i++) slots[i].id = -1;
+    for (size_t i = 0; i <= t->mask; i++) {
+        Slot s = t->slots[i];
+        if (s.id < 0) continue;
+        size_t j = s.hash & mask;
+        while (slots[j].id >= 0) j = (j + 1) & mask;
+        slots[j] = s;
+    }
+    free(t->slots);
+    t->slots = slots;
+    t->mask = mask;
+    return 0;
+}
+
+/* The id of ``key``, added (``*added`` = 1) if new; BAIL on memory errors. */
+static int64_t table_id(Table *t, const void *key, size_t len, int *added) {
+    uint64_t h = hash_bytes(key, len);
+    size_t j = h & t->mask;
+    *added = 0;
+    for (;;) {
+        Slot *s = &t->slots[j];
+        if (s->id < 0) break;
+        if (s->hash == h && s->len == len && memcmp(t->keys.data + s->off, key, len) == 0) return s->id;
+        j = (j + 1) & t->mask;
+    }
+    if (len > UINT32_MAX) return BAIL;
+    size_t off = t->keys.len;
+    if (buf_put(&t->keys, key, len)) return BAIL;
+    Slot *s = &t->slots[j];
+    s->hash = h;
+    s->off = off;
+    s->len = (uint32_t)len;
+    s->id = (int32_t)t->count++;
+    *added = 1;
+    if (t->count * 2 > t->mask && table_grow(t)) return BAIL;
+    return s->id;
+}
+
+/* ------------------------------------------------------------------ JSON scanning */
+
+typedef struct {
+    const u8 *p, *end;
+} Cur;
+
+typedef struct {
+    const u8 *s;
+    size_t n;
+    int escaped;
+} Str;
+
+/* Byte classes: JSON whitespace; bytes a string holds as they are (not '"', '\\', control, non-ASCII). */
+static u8 IS_WS[256], IS_PLAIN[256];
+
+static void index_bytes(void) {
+    IS_WS[' '] = IS_WS['\n'] = IS_WS['\r'] = IS_WS['\t'] = 1;
+    for (int b = 0x20; b < 0x80; b++) IS_PLAIN[b] = b != '"' && b != '\\';
+}
+
+static inline void skip_ws(Cur *c) {
+    const u8 *p = c->p, *e = c->end;
+    while (p < e && IS_WS[*p]) {
+        p++;
+        while (e - p >= 8) { /* an indentation: eight spaces at a time */
+            uint64_t v;
+            memcpy(&v, p, 8);
+            if (v != 0x2020202020202020ull) break;
+            p += 8;
+        }
+    }
+    c->p = p;
+}
+
+/* Length of the valid UTF-8 sequence at p (lead byte >= 0x80), 0 if invalid. */
+static int utf8_len(const u8 *p, const u8 *e) {
+    u8 b0 = p[0];
+    int n;
+    u8 lo = 0x80, hi = 0xBF;
+    if (b0 >= 0xC2 && b0 <= 0xDF) n = 2;
+    else if (b0 >= 0xE0 && b0 <= 0xEF) {
+        n = 3;
+        if (b0 == 0xE0) lo = 0xA0;
+        if (b0 == 0xED) hi = 0x9F; /* no UTF-16 surrogates */
+    } else if (b0 >= 0xF0 && b0 <= 0xF4) {
+        n = 4;
+        if (b0 == 0xF0) lo = 0x90;
+        if (b0 == 0xF4) hi = 0x8F;
+    } else
+        return 0;
+    if (e - p < n) return 0;
+    if (p[1] < lo || p[1] > hi) return 0;
+    for (int i = 2; i < n; i++)
+        if (p[i] < 0x80 || p[i] > 0xBF) return 0;
+    return n;
+}
+
+static int hex4(const u8 *p, unsigned *out) {
+    unsigned v = 0;
+    for (int i = 0; i < 4; i++) {
+        u8 ch = p[i];
+        v <<= 4;
+        if (ch >= '0' && ch <= '9') v |= ch - '0';
+        else if (ch >= 'a' && ch <= 'f') v |= ch - 'a' + 10;
+        else if (ch >= 'A' && ch <= 'F') v |= ch - 'A' + 10;
+        else return BAIL;
+    }
+    *out = v;
+    return 0;
+}
+
+static void put_utf8(Buf *b, unsigned cp) {
+    char *d = b->data + b->len;
+    if (cp < 0x80) {
+        d[0] = (char)cp;
+        b->len += 1;
+    } else if (cp < 0x800) {
+        d[0] = (char)(0xC0 | (cp >> 6));
+        d[1] = (char)(0x80 | (cp & 0x3F));
+        b->len += 2;
+    } else if (cp < 0x10000) {
+        d[0] = (char)(0xE0 | (cp >> 12));
+        d[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
+        d[2] = (char)(0x80 | (cp & 0x3F));
+        b->len += 3;
+    } else {
+        d[0] = (char)(0xF0 | (cp >> 18));
+        d[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
+        d[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
+        d[3] = (char)(0x80 | (cp & 0x3F));
+        b->len += 4;
+    }
+}
+
+/* The escaped text s[0:n] (validated by scan_string) decoded into ``scratch``. */
+static int unescape(const u8 *s, size_t n, Buf *scratch) {
+    scratch->len = 0;
+    if (buf_reserve(scratch, n + 4)) return BAIL; /* decoding never lengthens the text */
+    const u8 *e = s + n;
+    while (s < e) {
+        if (*s != '\\') {
+            scratch->data[scratch->len++] = (char)*s++;
+            continue;
+        }
+        s++;
+        unsigned cp;
+        switch (*s) {
+        case 'b': cp = '\b'; break;
+        case 'f': cp = '\f'; break;
+        case 'n': cp = '\n'; break;
+        case 'r': cp = '\r'; break;
+        case 't': cp = '\t'; break;
+        case 'u':
+            hex4(s + 1, &cp);
+            s += 4;
+            if (cp >= 0xD800 && cp <= 0xDBFF) {
+                unsigned low;
+                hex4(s + 3, &low);
+                cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
+                s += 6;
+            }
+            break;
+        default: cp = *s; /* " \ / */
+        }
+        s++;
+        put_utf8(scratch, cp);
+    }
+    return 0;
+}
+
+/* A string at c->p ('"'): validated; its raw span in *out (escaped set if it has escapes). */
+static int scan_string(Cur *c, Str *out) {
+    const u8 *p = c->p + 1, *e = c->end, *start = p;
+    int escaped = 0;
+    for (;;) {
+        /* eight bytes at a time while none is '"', '\\', a control byte or non-ASCII */
+        while (e - p >= 8) {
+            uint64_t v;
+            memcpy(&v, p, 8);
+            const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+            uint64_t quote = v ^ (ones * '"'), slash = v ^ (ones * '\\');
+            uint64_t special = ((quote - ones) & ~quote) | ((slash - ones) & ~slash) | (v - ones * 0x20) | v;
+            if (special & highs) break;
+            p += 8;
+        }
+        while (p < e && IS_PLAIN[*p]) p++;
+        if (p >= e) return BAIL;
+        u8 ch = *p;
+        if (ch == '"') break;
+        if (ch == '\\') {
+            escaped = 1;
+            if (e - p < 2) return BAIL;
+            switch (p[1]) {
+            case '"': case '\\': case '/': case 'b': case 'f': case 'n': case 'r': case 't':
+                p += 2;
+                break;
+            case 'u': {
+                unsigned cp, low;
+                if (e - p < 6 || hex4(p + 2, &cp)) return BAIL;
+                p += 6;
+                if (cp >= 0xDC00 && cp <= 0xDFFF) return BAIL; /* a lone low surrogate */
+                if (cp >= 0xD800 && cp <= 0xDBFF) {
+                    if (e - p < 6 || p[0] != '\\' || p[1] != 'u' || hex4(p + 2, &low)) return BAIL;
+                    if (low < 0xDC00 || low > 0xDFFF) return BAIL;
+                    p += 6;
+                }
+                break;
+            }
+            default:
+                return BAIL;
+            }
+            continue;
+        }
+        if (ch < 0x20) return BAIL;
+        int k = utf8_len(p, e);
+        if (!k) return BAIL;
+        p += k;
+    }
+    if (out) {
+        out->s = start;
+        out->n = (size_t)(p - start);
+        out->escaped = escaped;
+    }
+    c->p = p + 1;
+    return 0;
+}
+
+/* A string value, decoded: escapes resolved into ``scratch``. */
+static int read_string(Cur *c, Str *out, Buf *scratch) {
+    if (c->p >= c->end || *c->p != '"') return BAIL;
+    if (scan_string(c, out)) return BAIL;
+    if (out->escaped) {
+        if (unescape(out->s, out->n, scratch)) return BAIL;
+        out->s = (const u8 *)scratch->data;
+        out->n = scratch->len;
+    }
+    return 0;
+}
+
+typedef struct {
+    int neg, is_int, big; /* big: over 19 significant digits or a huge exponent */
+    uint64_t mant;
+    int64_t exp10;
+    const u8 *s;
+    size_t n;
+} Num;
+
+static int scan_number(Cur *c, Num *num) {
+    const u8 *p = c->p, *e = c->end;
+    Num r = {0};
+    r.s = p;
+    r.is_int = 1;
+    int sig = 0;
+    if (p < e && *p == '-') {
+        r.neg = 1;
+        p++;
+    }
+    if (p >= e) return BAIL;
+    if (*p == '0') p++;
+    else if (*p >= '1' && *p <= '9') {
+        while (p < e && *p >= '0' && *p <= '9') {
+            if (sig < 19) r.mant = r.mant * 10 + (*p - '0');
+            else r.big = 1;
+            sig++;
+            p++;
+        }
+    } else
+        return BAIL;
+    if (p < e && *p == '.') {
+        r.is_int = 0;
+        p++;
+        if (p >= e || *p < '0' || *p > '9') return BAIL;
+        while (p < e && *p >= '0' && *p <= '9') {
+            if (r.mant || *p != '0') {
+                if (sig < 19) r.mant = r.mant * 10 + (*p - '0');
+                else r.big = 1;
+                sig++;
+            }
+            r.exp10--;
+            p++;
+        }
+    }
+    if (p < e && (*p == 'e' || *p == 'E')) {
+        r.is_int = 0;
+        p++;
+        int eneg = 0;
+        if (p < e && (*p == '+' || *p == '-')) eneg = *p++ == '-';
+        if (p >= e || *p < '0' || *p > '9') return BAIL;
+        int64_t x = 0;
+        while (p < e && *p >= '0' && *p <= '9') {
+            if (x < 100000) x = x * 10 + (*p - '0');
+            p++;
+        }
+        if (x >= 100000) r.big = 1;
+        r.exp10 += eneg ? -x : x;
+    }
+    r.n = (size_t)(p - r.s);
+    c->p = p;
+    if (num) *num = r;
+    return 0;
+}
+
+static int to_int64(const Num *n, int64_t lo, int64_t hi, int64_t *out) {
+    if (!n->is_int || n->big) return BAIL;
+    int64_t v;
+    if (n->neg) {
+        if (n->mant > (uint64_t)INT64_MAX + 1) return BAIL;
+        v = n->mant == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)n->mant;
+    } else {
+        if (n->mant > (uint64_t)INT64_MAX) return BAIL;
+        v = (int64_t)n->mant;
+    }
+    if (v < lo || v > hi) return BAIL;
+    *out = v;
+    return 0;
+}
+
+static const double POW10[23] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
+                                 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+/* The number as a double, correctly rounded (as msgspec rounds it). */
+static int to_double(const Num *n, double *out) {
+    if (!n->big && n->mant == 0) {
+        *out = n->neg ? -0.0 : 0.0;
+        return 0;
+    }
+    if (!n->big && n->mant <= (1ull << 53) && n->exp10 >= -22 && n->exp10 <= 22) {
+        /* both operands exact, so one IEEE operation rounds correctly (Clinger's fast path) */
+        double d = (double)n->mant;
+        d = n->exp10 < 0 ? d / POW10[-n->exp10] : d * POW10[n->exp10];
+        *out = n->neg ? -d : d;
+        return 0;
+    }
+    char text[64];
+    if (n->n >= sizeof text) return BAIL;
+    memcpy(text, n->s, n->n);
+    text[n->n] = 0;
+    double d = PyOS_string_to_double(text, NULL, NULL);
+    if (d == -1.0 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return BAIL;
+    }
+    if (!isfinite(d)) return BAIL; /* out of range: left to msgspec */
+    *out = d;
+    return 0;
+}
+
+static int skip_value(Cur *c, int depth);
+
+static int skip_container(Cur *c, int depth, u8 close, int keyed) {
+    if (depth > MAX_DEPTH) return BAIL;
+    c->p++;
+    skip_ws(c);
+    if (c->p < c->end && *c->p == close) {
+        c->p++;
+        return 0;
+    }
+    for (;;) {
+        if (keyed) {
+            if (c->p >= c->end || *c->p != '"' || scan_string(c, NULL)) return BAIL;
+            skip_ws(c);
+            if (c->p >= c->end || *c->p != ':') return BAIL;
+            c->p++;
+            skip_ws(c);
+        }
+        if (skip_value(c, depth + 1)) return BAIL;
+        skip_ws(c);
+        if (c->p >= c->end) return BAIL;
+        if (*c->p == ',') {
+            c->p++;
+            skip_ws(c);
+            continue;
+        }
+        if (*c->p == close) {
+            c->p++;
+            return 0;
+        }
+        return BAIL;
+    }
+}
+
+static int literal(Cur *c, const char *word, size_t n) {
+    if ((size_t)(c->end - c->p) < n || memcmp(c->p, word, n)) return BAIL;
+    c->p += n;
+    return 0;
+}
+
+static int skip_value(Cur *c, int depth) {
+    if (c->p >= c->end) return BAIL;
+    switch (*c->p) {
+    case '"': return scan_string(c, NULL);
+    case '{': return skip_container(c, depth, '}', 1);
+    case '[': return skip_container(c, depth, ']', 0);
+    case 't': return literal(c, "true", 4);
+    case 'f': return literal(c, "false", 5);
+    case 'n': return literal(c, "null", 4);
+    default: return scan_number(c, NULL);
+    }
+}
+
+static int read_int(Cur *c, int64_t lo, int64_t hi, int64_t *out) {
+    Num n;
+    if (c->p >= c->end || !(*c->p == '-' || (*c->p >= '0' && *c->p <= '9'))) return BAIL;
+    if (scan_number(c, &n)) return BAIL;
+    return to_int64(&n, lo, hi, out);
+}
+
+static int read_double(Cur *c, double *out) {
+    Num n;
+    if (c->p >= c->end || !(*c->p == '-' || (*c->p >= '0' && *c->p <= '9'))) return BAIL;
+    if (scan_number(c, &n)) return BAIL;
+    return to_double(&n, out);
+}
+
+static int is_null(Cur *c) { return c->p < c->end && *c->p == 'n'; }
+
+/* ------------------------------------------------------------------ one event */
+
+typedef struct {
+    const u8 *s;
+    size_t n; /* 0: absent (a JSON value is never empty) */
+} Raw;
+
+enum { R_DIMS, R_TYPES, R_CONCRETE, R_STRIDES, R_COLLECTIVE, R_IN, R_OUT, R_DTYPE, R_GROUP, R_GROUP_DESC,
+       R_GROUP_SIZE, R_SEQ, N_RAW };
+
+typedef struct {
+    int64_t external_id, correlation, device, stream, registers, shared_memory, nbytes, alloc_bytes, cbid,
+        python_id, python_parent, sequence;
+    int64_t grid[3], block[3];
+    double occupancy;
+    Str kernel_hash;
+    Raw raw[N_RAW];
+} Args;
+
+typedef struct {
+    Str ph, cat, name;
+    int pid_is_str, tid_is_str;
+    int64_t pid, tid;
+    Str pid_s, tid_s;
+    double ts, dur;
+    Args a;
+} Event;
+
+enum { A_EXTERNAL_ID, A_CORRELATION, A_DEVICE, A_STREAM, A_GRID, A_BLOCK, A_REGISTERS, A_SHARED, A_OCCUPANCY,
+       A_NBYTES, A_ALLOC, A_CBID, A_PY_ID, A_PY_PARENT, A_SEQUENCE, A_HASH, A_NAME, A_LABELS, A_SORT, A_RAW0 };
+
+/* Args' JSON names (events.Args), in the order of the enum above, then the raw fields. */
+static const char *const ARG_KEYS[] = {
+    "External id", "correlation", "device", "stream", "grid", "block", "registers per thread", "shared memory",
+    "est. achieved occupancy %", "bytes", "Bytes", "cbid", "Python id", "Python parent id", "Sequence number",
+    "kernel_hash", "name", "labels", "sort_index",
+    /* raw, in R_ order */
+    "Input Dims", "Input type", "Concrete Inputs", "Input Strides", "Collective name", "In msg nelems",
+    "Out msg nelems", "dtype", "Process Group Name", "Process Group Description", "Group size", "Seq",
+};
+#define N_ARG_KEYS ((int)(sizeof ARG_KEYS / sizeof ARG_KEYS[0]))
+static size_t ARG_LENS[N_ARG_KEYS];
+
+/* The field a key names, -1 for none: keys of one length are few, so compare those alone. */
+static int8_t BY_LENGTH[32][8];
+
+static void index_arg_keys(void) {
+    memset(BY_LENGTH, -1, sizeof BY_LENGTH);
+    for (int i = 0; i < N_ARG_KEYS; i++) {
+        size_t n = ARG_LENS[i] = strlen(ARG_KEYS[i]);
+        int k = 0;
+        while (BY_LENGTH[n][k] >= 0) k++; /* at most 4 keys share a length today */
+        BY_LENGTH[n][k] = (int8_t)i;
+    }
+}
+
+static int arg_field(const u8 *s, size_t n) {
+    if (n >= 32) return -1;
+    for (int k = 0; k < 8 && BY_LENGTH[n][k] >= 0; k++) {
+        int i = BY_LENGTH[n][k];
+        if (memcmp(ARG_KEYS[i], s, n) == 0) return i;
+    }
+    return -1;
+}
+
+typedef struct {
+    Buf ph, cat, name, pid, tid, hash, junk;
+} Scratch;
+
+static int read_dim3(Cur *c, int64_t out[3]) {
+    if (is_null(c)) {
+        out[0] = out[1] = out[2] = -1;
+        return literal(c, "null", 4);
+    }
+    if (c->p >= c->end || *c->p != '[') return BAIL;
+    c->p++;
+    for (int i = 0; i < 3; i++) {
+        skip_ws(c);
+        if (read_int(c, 0, INT32_MAX, &out[i])) return BAIL;
+        skip_ws(c);
+        if (c->p >= c->end || *c->p != (i < 2 ? ',' : ']')) return BAIL;
+        c->p++;
+    }
+    return 0;
+}
+
+static int read_args(Cur *c, Args *a, Scratch *sc) {
+    uint64_t seen = 0;
+    c->p++; /* '{' */
+    skip_ws(c);
+    if (c->p < c->end && *c->p == '}') {
+        c->p++;
+        return 0;
+    }
+    for (;;) {
+        Str key;
+        if (c->p >= c->end || *c->p != '"' || scan_string(c, &key) || key.escaped) return BAIL;
+        skip_ws(c);
+        if (c->p >= c->end || *c->p != ':') return BAIL;
+        c->p++;
+        skip_ws(c);
+        int f = arg_field(key.s, key.n);
+        if (f >= 0) {
+            if (seen & (1ull << f)) return BAIL; /* msgspec keeps the last: left to it */
+            seen |= 1ull << f;
+        }
+        int r = 0;
+        switch (f) {
+        case A_EXTERNAL_ID: r = read_int(c, INT64_MIN, INT64_MAX, &a->external_id); break;
+        case A_CORRELATION: r = read_int(c, INT64_MIN, INT64_MAX, &a->correlation); break;
+        case A_DEVICE: r = read_int(c, INT16_MIN, INT16_MAX, &a->device); break;
+        case A_STREAM: r = read_int(c, INT64_MIN, INT64_MAX, &a->stream); break;
+        case A_GRID: r = read_dim3(c, a->grid); break;
+        case A_BLOCK: r = read_dim3(c, a->block); break;
+        case A_REGISTERS: r = read_int(c, INT32_MIN, INT32_MAX, &a->registers); break;
+        case A_SHARED: r = read_int(c, INT64_MIN, INT64_MAX, &a->shared_memory); break;
+        case A_OCCUPANCY: r = read_double(c, &a->occupancy); break;
+        case A_NBYTES: r = read_int(c, INT64_MIN, INT64_MAX, &a->nbytes); break;
+        case A_ALLOC: r = read_int(c, INT64_MIN, INT64_MAX, &a->alloc_bytes); break;
+        case A_CBID: r = read_int(c, INT32_MIN, INT32_MAX, &a->cbid); break;
+        case A_PY_ID:
+        case A_PY_PARENT: {
+            int64_t *v = f == A_PY_ID ? &a->python_id : &a->python_parent;
+            if (is_null(c)) {
+                *v = -1;
+                r = literal(c, "null", 4);
+            } else
+                r = read_int(c, INT64_MIN, INT64_MAX, v);
+            break;
+        }
+        case A_SEQUENCE: r = read_int(c, INT64_MIN, INT64_MAX, &a->sequence); break;
+        case A_HASH: r = read_string(c, &a->kernel_hash, &sc->hash); break;
+        case A_NAME:
+        case A_LABELS: {
+            Str ignored;
+            r = read_string(c, &ignored, &sc->junk); /* typed str: read again by msgspec for ph M */
+            break;
+        }
+        case A_SORT: {
+            int64_t ignored;
+            r = read_int(c, INT64_MIN, INT64_MAX, &ignored);
+            break;
+        }
+        case -1: r = skip_value(c, 2); break;
+        default: {
+            Raw *raw = &a->raw[f - A_RAW0];
+            raw->s = c->p;
+            r = skip_value(c, 2);
+            raw->n = (size_t)(c->p - raw->s);
+        }
+        }
+        if (r) return BAIL;
+        skip_ws(c);
+        if (c->p >= c->end) return BAIL;
+        if (*c->p == ',') {
+            c->p++;
+            skip_ws(c);
+            continue;
+        }
+        if (*c->p == '}') {
+            c->p++;
+            return 0;
+        }
+        return BAIL;
+    }
+}
+
+static const Args NO_ARGS = {
+    .external_id = -1, .correlation = -1, .device = -1, .stream = -1, .registers = -1, .shared_memory = -1,
+    .nbytes = -1, .alloc_bytes = -1, .cbid = -1, .python_id = -1, .python_parent = -1, .sequence = -1,
+    .grid = {-1, -1, -1}, .block = {-1, -1, -1},
+};
+
+enum { E_PH, E_CAT, E_NAME, E_PID, E_TID, E_TS, E_DUR, E_ARGS };
+
+static int event_field(const u8 *s, size_t n) {
+    switch (n) {
+    case 2:
+        if (!memcmp(s, "ph", 2)) return E_PH;
+        if (!memcmp(s, "ts", 2)) return E_TS;
+        break;
+    case 3:
+        if (!memcmp(s, "cat", 3)) return E_CAT;
+        if (!memcmp(s, "pid", 3)) return E_PID;
+        if (!memcmp(s, "tid", 3)) return E_TID;
+        if (!memcmp(s, "dur", 3)) return E_DUR;
+        break;
+    case 4:
+        if (!memcmp(s, "name", 4)) return E_NAME;
+        if (!memcmp(s, "args", 4)) return E_ARGS;
+        break;
+    }
+    return -1;
+}
+
+static int read_id(Cur *c, int *is_str, int64_t *v, Str *s, Buf *scratch) {
+    if (c->p < c->end && *c->p == '"') {
+        *is_str = 1;
+        return read_string(c, s, scratch);
+    }
+    *is_str = 0;
+    return read_int(c, INT64_MIN, INT64_MAX, v);
+}
+
+static int read_event(Cur *c, Event *ev, Scratch *sc) {
+    static const u8 empty[1] = {0};
+    unsigned seen = 0;
+    ev->ph = ev->cat = ev->name = (Str){empty, 0, 0};
+    ev->pid_is_str = ev->tid_is_str = 1; /* absent: "" */
+    ev->pid_s = ev->tid_s = (Str){empty, 0, 0};
+    ev->ts = NAN;
+    ev->dur = 0.0;
+    ev->a = NO_ARGS;
+    ev->a.occupancy = NAN;
+    c->p++; /* '{' */
+    skip_ws(c);
+    if (c->p < c->end && *c->p == '}') {
+        c->p++;
+        return 0;
+    }
+    for (;;) {
+        Str key;
+        if (c->p >= c->end || *c->p != '"' || scan_string(c, &key) || key.escaped) return BAIL;
+        skip_ws(c);
+        if (c->p >= c->end || *c->p != ':') return BAIL;
+        c->p++;
+        skip_ws(c);
+        int f = event_field(key.s, key.n);
+        if (f >= 0) {
+            if (seen & (1u << f)) return BAIL;
+            seen |= 1u << f;
+        }
+        int r;
+        switch (f) {
+        case E_PH: r = read_string(c, &ev->ph, &sc->ph); break;
+        case E_CAT: r = read_string(c, &ev->cat, &sc->cat); break;
+        case E_NAME: r = read_string(c, &ev->name, &sc->name); break;
+        case E_PID: r = read_id(c, &ev->pid_is_str, &ev->pid, &ev->pid_s, &sc->pid); break;
+        case E_TID: r = read_id(c, &ev->tid_is_str, &ev->tid, &ev->tid_s, &sc->tid); break;
+        case E_TS: r = read_double(c, &ev->ts); break;
+        case E_DUR: r = read_double(c, &ev->dur); break;
+        case E_ARGS:
+            if (is_null(c)) r = literal(c, "null", 4);
+            else if (c->p < c->end && *c->p == '{') r = read_args(c, &ev->a, sc);
+            else r = BAIL;
+            break;
+        default: r = skip_value(c, 1);
+        }
+        if (r) return BAIL;
+        skip_ws(c);
+        if (c->p >= c->end) return BAIL;
+        if (*c->p == ',') {
+            c->p++;
+            skip_ws(c);
+            continue;
+        }
+        if (*c->p == '}') {
+            c->p++;
+            return 0;
+        }
+        return BAIL;
+    }
+}
+
+/* ------------------------------------------------------------------ columns */
+
+/* Column order and dtypes; decode.py checks them against schema.EVENT_COLUMNS. */
+enum { C_KIND, C_LANE, C_NAME, C_TS, C_DUR, C_EXTERNAL_ID, C_CORRELATION, C_DEVICE, C_STREAM, C_REGISTERS,
+       C_SHARED, C_BYTES, C_OCCUPANCY, C_GRID_X, C_GRID_Y, C_GRID_Z, C_BLOCK_X, C_BLOCK_Y, C_BLOCK_Z, C_CBID,
+       C_PY_ID, C_PY_PARENT, C_SEQUENCE, C_HASH, C_SHAPES_AT, C_SHAPES_LEN, N_COLS };
+static const char *const COL_NAMES[N_COLS] = {
+    "kind", "lane", "name", "ts", "dur", "external_id", "correlation", "device", "stream", "registers",
+    "shared_memory", "bytes", "occupancy", "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z", "cbid",
+    "python_id", "python_parent", "sequence", "kernel_hash", "shapes_at", "shapes_len",
+};
+static const char *const COL_TYPES[N_COLS] = {
+    "int8", "int32", "int32", "int64", "int64", "int64", "int64", "int16", "int64", "int32", "int64", "int64",
+    "float32", "int32", "int32", "int32", "int32", "int32", "int32", "int32", "int64", "int64", "int64", "int32",
+    "int64", "int32",
+};
+static size_t COL_SIZES[N_COLS];
+
+typedef struct {
+    int8_t kind, kept, flow, aside;
+    int32_t lane;
+} ComboInfo;
+
+typedef struct {
+    Table combos, lanes, names, hashes;
+    PyObject *lane_values, *name_values, *hash_values; /* lists, by id */
+    Buf key; /* the current event's combo key */
+    ComboInfo *info;
+    size_t info_cap;
+    PyObject *cols[N_COLS]; /* bytearrays, sized for the most rows the text can hold */
+    char *col[N_COLS];
+    size_t rows, cap;
+    Buf shapes, comm;
+    Buf comm_rows; /* int64 row numbers whose shapes_at points into comm (shifted at the end) */
+    PyObject *aside;
+    PyObject *classify;
+    const u8 *base; /* the text: aside spans are offsets into it */
+    int64_t flows, bad_ts, bad_dur;
+    Scratch sc;
+} State;
+
+#define COL(st, i, T) ((T *)(st)->col[i])
+
+/* The id of a string in ``t``, its decoded str appended to ``values`` when new. */
+static int64_t intern_str(Table *t, PyObject *values, const Str *s) {
+    int added;
+    int64_t id = table_id(t, s->s, s->n, &added);
+    if (id < 0) return BAIL;
+    if (added) {
+        PyObject *str = PyUnicode_DecodeUTF8((const char *)s->s, (Py_ssize_t)s->n, "strict");
+        if (!str) return BAIL;
+        int failed = PyList_Append(values, str);
+        Py_DECREF(str);
+        if (failed) return BAIL;
+    }
+    return id;
+}
+
+/* An event's (ph, cat, pid, tid) as one byte string: each part's length (or the int) then its bytes.
+   ``lane_at``: where the (pid, tid) part starts, the key of the event's lane. */
+static int combo_key(Buf *key, const Event *ev, size_t *lane_at) {
+    key->len = 0;
+    const Str *strs[2] = {&ev->ph, &ev->cat};
+    for (int i = 0; i < 2; i++) {
+        uint64_t n = strs[i]->n;
+        if (buf_put(key, &n, 8) || buf_put(key, strs[i]->s, strs[i]->n)) return BAIL;
+    }
+    *lane_at = key->len;
+    const int tags[2] = {ev->pid_is_str, ev->tid_is_str};
+    const int64_t ints[2] = {ev->pid, ev->tid};
+    const Str *ids[2] = {&ev->pid_s, &ev->tid_s};
+    for (int i = 0; i < 2; i++) {
+        u8 tag = (u8)tags[i];
+        if (buf_put(key, &tag, 1)) return BAIL;
+        if (tags[i]) {
+            uint64_t n = ids[i]->n;
+            if (buf_put(key, &n, 8) || buf_put(key, ids[i]->s, ids[i]->n)) return BAIL;
+        } else if (buf_put(key, &ints[i], 8))
+            return BAIL;
+    }
+    return 0;
+}
+
+static PyObject *str_of(const Str *s) { return PyUnicode_DecodeUTF8((const char *)s->s, (Py_ssize_t)s->n, "strict"); }
+
+static PyObject *id_object(int is_str, int64_t v, const Str *s) { return is_str ? str_of(s) : PyLong_FromLongLong(v); }
+
+/* The event's combo (classified once, by the caller's Python function); its lane assigned at
+   its first row. */
+static ComboInfo *combo_of(State *st, Event *ev, size_t *lane_at) {
+    if (combo_key(&st->key, ev, lane_at)) return NULL;
+    int added;
+    int64_t id = table_id(&st->combos, st->key.data, st->key.len, &added);
+    if (id < 0) return NULL;
+    if (added) {
+        if ((size_t)id >= st->info_cap) {
+            size_t cap = st->info_cap ? st->info_cap * 2 : 64;
+            ComboInfo *info = realloc(st->info, cap * sizeof *info);
+            if (!info) {
+                PyErr_NoMemory();
+                return NULL;
+            }
+            st->info = info;
+            st->info_cap = cap;
+        }
+        PyObject *ph = str_of(&ev->ph), *cat = ph ? str_of(&ev->cat) : NULL;
+        PyObject *r = cat ? PyObject_CallFunctionObjArgs(st->classify, ph, cat, NULL) : NULL;
+        Py_XDECREF(ph);
+        Py_XDECREF(cat);
+        if (!r) return NULL;
+        long code = PyLong_AsLong(r);
+        Py_DECREF(r);
+        if (code == -1 && PyErr_Occurred()) return NULL;
+        ComboInfo *ci = &st->info[id];
+        ci->kind = (int8_t)(code & 0xFF);
+        ci->kept = (code >> 8) & 1;
+        ci->flow = (code >> 9) & 1;
+        ci->aside = (code >> 10) & 1;
+        ci->lane = -1;
+    }
+    return &st->info[id];
+}
+
+static int lane_of(State *st, ComboInfo *ci, size_t lane_at, Event *ev) {
+    if (ci->lane >= 0) return ci->lane;
+    int added;
+    int64_t id = table_id(&st->lanes, st->key.data + lane_at, st->key.len - lane_at, &added);
+    if (id < 0) return BAIL;
+    if (added) {
+        PyObject *pid = id_object(ev->pid_is_str, ev->pid, &ev->pid_s);
+        PyObject *tid = pid ? id_object(ev->tid_is_str, ev->tid, &ev->tid_s) : NULL;
+        PyObject *pair = tid ? PyTuple_Pack(2, pid, tid) : NULL;
+        Py_XDECREF(pid);
+        Py_XDECREF(tid);
+        if (!pair) return BAIL;
+        int failed = PyList_Append(st->lane_values, pair);
+        Py_DECREF(pair);
+        if (failed) return BAIL;
+    }
+    ci->lane = (int32_t)id;
+    return ci->lane;
+}
+
+static int grow(State *st) {
+    size_t cap = st->cap * 2;
+    for (int i = 0; i < N_COLS; i++) {
+        if (PyByteArray_Resize(st->cols[i], (Py_ssize_t)(cap * COL_SIZES[i]))) return BAIL;
+        st->col[i] = PyByteArray_AS_STRING(st->cols[i]);
+    }
+    st->cap = cap;
+    return 0;
+}
+
+static inline int64_t us_to_ns(double us) {
+    double whole = floor(us);
+    return (int64_t)whole * 1000 + (int64_t)nearbyint((us - whole) * 1000);
+}
+
+static int put_raw(Buf *b, const char *key, const Raw *r) {
+    return buf_put(b, key, strlen(key)) || buf_put(b, r->s, r->n);
+}
+
+/* record_shapes as decode._shapes writes it: {"dims":D,"types":T[,"concrete":C][,"strides":S]} */
+static int put_shapes(State *st, size_t row, const Args *a) {
+    const Raw *r = a->raw;
+    size_t at = st->shapes.len;
+    static const Raw no_types = {(const u8 *)"[]", 2};
+    if (put_raw(&st->shapes, "{\"dims\":", &r[R_DIMS])) return BAIL;
+    if (put_raw(&st->shapes, ",\"types\":", r[R_TYPES].n ? &r[R_TYPES] : &no_types)) return BAIL;
+    if (r[R_CONCRETE].n && put_raw(&st->shapes, ",\"concrete\":", &r[R_CONCRETE])) return BAIL;
+    if (r[R_STRIDES].n && put_raw(&st->shapes, ",\"strides\":", &r[R_STRIDES])) return BAIL;
+    if (buf_put(&st->shapes, "}", 1)) return BAIL;
+    COL(st, C_SHAPES_AT, int64_t)[row] = (int64_t)at;
+    COL(st, C_SHAPES_LEN, int32_t)[row] = (int32_t)(st->shapes.len - at);
+    return 0;
+}
+
+/* A collective kernel's record as decode._collectives writes it: {"comm":{"collective":..,...}} */
+static int put_comm(State *st, size_t row, const Args *a) {
+    static const struct { const char *key; int raw; } KEYS[] = {
+        {"\"collective\":", R_COLLECTIVE}, {"\"in_nelems\":", R_IN}, {"\"out_nelems\":", R_OUT},
+        {"\"dtype\":", R_DTYPE}, {"\"group\":", R_GROUP}, {"\"group_desc\":", R_GROUP_DESC},
+        {"\"group_size\":", R_GROUP_SIZE}, {"\"seq\":", R_SEQ},
+    };
+    size_t at = st->comm.len;
+    int first = 1;
+    if (buf_put(&st->comm, "{\"comm\":{", 9)) return BAIL;
+    for (size_t i = 0; i < sizeof KEYS / sizeof KEYS[0]; i++) {
+        const Raw *r = &a->raw[KEYS[i].raw];
+        if (!r->n) continue;
+        if (!first && buf_put(&st->comm, ",", 1)) return BAIL;
+        first = 0;
+        if (put_raw(&st->comm, KEYS[i].key, r)) return BAIL;
+    }
+    if (buf_put(&st->comm, "}}", 2)) return BAIL;
+    int64_t r64 = (int64_t)row;
+    if (buf_put(&st->comm_rows, &r64, sizeof r64)) return BAIL;
+    COL(st, C_SHAPES_AT, int64_t)[row] = (int64_t)at;
+    COL(st, C_SHAPES_LEN, int32_t)[row] = (int32_t)(st->comm.len - at);
+    return 0;
+}
+
+static int emit(State *st, Event *ev, const u8 *start, const u8 *end) {
+    size_t lane_at;
+    ComboInfo *ci = combo_of(st, ev, &lane_at);
+    if (!ci) return BAIL;
+    if (ci->flow) st->flows++;
+    if (ci->aside) { /* metadata and B/E halves: few, decoded again by msgspec from their span */
+        PyObject *span = Py_BuildValue("(nn)", (Py_ssize_t)(start - st->base), (Py_ssize_t)(end - st->base));
+        if (!span) return BAIL;
+        int failed = PyList_Append(st->aside, span);
+        Py_DECREF(span);
+        if (failed) return BAIL;
+    }
+    if (!ci->kept) return 0;
+    double dur = ev->dur;
+    if (!(dur >= 0 && dur <= MAX_US)) {
+        st->bad_dur++;
+        dur = 0.0;
+    }
+    if (!(fabs(ev->ts) <= MAX_US)) {
+        st->bad_ts++;
+        return 0;
+    }
+    size_t row = st->rows;
+    if (row >= st->cap && grow(st)) return BAIL;
+    int lane = lane_of(st, ci, lane_at, ev);
+    int64_t name = lane < 0 ? BAIL : intern_str(&st->names, st->name_values, &ev->name);
+    if (name < 0) return BAIL;
+    const Args *a = &ev->a;
+    int kind = ci->kind;
+    int gpu = kind <= K_MEMSET;
+    COL(st, C_KIND, int8_t)[row] = (int8_t)kind;
+    COL(st, C_LANE, int32_t)[row] = lane;
+    COL(st, C_NAME, int32_t)[row] = (int32_t)name;
+    COL(st, C_TS, int64_t)[row] = us_to_ns(ev->ts);
+    COL(st, C_DUR, int64_t)[row] = us_to_ns(dur);
+    COL(st, C_EXTERNAL_ID, int64_t)[row] = a->external_id;
+    COL(st, C_CORRELATION, int64_t)[row] = a->correlation;
+    COL(st, C_DEVICE, int16_t)[row] = (int16_t)(gpu ? a->device : -1);
+    COL(st, C_STREAM, int64_t)[row] = gpu ? a->stream : -1;
+    COL(st, C_REGISTERS, int32_t)[row] = (int32_t)(gpu ? a->registers : -1);
+    COL(st, C_SHARED, int64_t)[row] = gpu ? a->shared_memory : -1;
+    COL(st, C_BYTES, int64_t)[row] = gpu ? a->nbytes : kind == K_MEMORY ? a->alloc_bytes : -1;
+    double occupancy = a->occupancy;
+    COL(st, C_OCCUPANCY, float)[row] = gpu && occupancy >= 0 && occupancy <= 100 ? (float)occupancy : NAN;
+    for (int i = 0; i < 3; i++) {
+        COL(st, C_GRID_X + i, int32_t)[row] = (int32_t)(gpu ? a->grid[i] : -1);
+        COL(st, C_BLOCK_X + i, int32_t)[row] = (int32_t)(gpu ? a->block[i] : -1);
+    }
+    COL(st, C_CBID, int32_t)[row] = (int32_t)(kind == K_RUNTIME || kind == K_DRIVER ? a->cbid : -1);
+    COL(st, C_PY_ID, int64_t)[row] = kind == K_PYTHON ? a->python_id : -1;
+    COL(st, C_PY_PARENT, int64_t)[row] = kind == K_PYTHON ? a->python_parent : -1;
+    COL(st, C_SEQUENCE, int64_t)[row] = kind == K_CPU_OP ? a->sequence : -1;
+    int64_t hash = -1;
+    if (kind == K_CPU_OP && a->kernel_hash.n) {
+        hash = intern_str(&st->hashes, st->hash_values, &a->kernel_hash);
+        if (hash < 0) return BAIL;
+    }
+    COL(st, C_HASH, int32_t)[row] = (int32_t)hash;
+    COL(st, C_SHAPES_AT, int64_t)[row] = -1;
+    COL(st, C_SHAPES_LEN, int32_t)[row] = 0;
+    if (kind == K_CPU_OP && a->raw[R_DIMS].n && put_shapes(st, row, a)) return BAIL;
+    if (gpu && a->raw[R_COLLECTIVE].n && put_comm(st, row, a)) return BAIL;
+    st->rows++;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ the module */
+
+static int state_init(State *st, size_t text_bytes, PyObject *classify) {
+    memset(st, 0, sizeof *st);
+    st->classify = classify;
+    /* rows for events of a typical size (Kineto's are 200-600 bytes), grown if there are more:
+       sized for the shortest possible event instead, the columns' first and last pages alone
+       would cost ~40 MB of huge pages a chunk */
+    st->cap = text_bytes / 160 + 64;
+    Table *tables[] = {&st->combos, &st->lanes, &st->names, &st->hashes};
+    for (size_t i = 0; i < 4; i++)
+        if (table_init(tables[i])) return BAIL;
+    if (!(st->lane_values = PyList_New(0)) ||
+        !(st->name_values = PyList_New(0)) || !(st->hash_values = PyList_New(0)) || !(st->aside = PyList_New(0)))
+        return BAIL;
+    for (int i = 0; i < N_COLS; i++) {
+        st->cols[i] = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(st->cap * COL_SIZES[i]));
+        if (!st->cols[i]) return BAIL;
+        st->col[i] = PyByteArray_AS_STRING(st->cols[i]);
+    }
+    return 0;
+}
+
+static void state_free(State *st) {
+    Table *tables[] = {&st->combos, &st->lanes, &st->names, &st->hashes};
+    for (size_t i = 0; i < 4; i++) table_free(tables[i]);
+    free(st->key.data);
+    Py_XDECREF(st->lane_values);
+    Py_XDECREF(st->name_values);
+    Py_XDECREF(st->hash_values);
+    Py_XDECREF(st->aside);
+    for (int i = 0; i < N_COLS; i++) Py_XDECREF(st->cols[i]);
+    free(st->info);
+    free(st->shapes.data);
+    free(st->comm.data);
+    free(st->comm_rows.data);
+    Buf *bufs[] = {&st->sc.ph, &st->sc.cat, &st->sc.name, &st->sc.pid, &st->sc.tid, &st->sc.hash, &st->sc.junk};
+    for (size_t i = 0; i < 7; i++) free(bufs[i]->data);
+}
+
+static int scan_array(State *st, const u8 *text, size_t n) {
+    Cur c = {text, text + n};
+    Event ev;
+    skip_ws(&c);
+    if (c.p >= c.end || *c.p != '[') return BAIL;
+    c.p++;
+    skip_ws(&c);
+    if (c.p < c.end && *c.p == ']') c.p++;
+    else
+        for (;;) {
+            if (c.p >= c.end || *c.p != '{') return BAIL;
+            const u8 *start = c.p;
+            if (read_event(&c, &ev, &st->sc)) return BAIL;
+            if (emit(st, &ev, start, c.p)) return BAIL;
+            skip_ws(&c);
+            if (c.p >= c.end) return BAIL;
+            if (*c.p == ',') {
+                c.p++;
+                skip_ws(&c);
+                continue;
+            }
+            if (*c.p != ']') return BAIL;
+            c.p++;
+            break;
+        }
+    skip_ws(&c);
+    return c.p == c.end ? 0 : BAIL;
+}
+
+static PyObject *result_of(State *st) {
+    int64_t *at = COL(st, C_SHAPES_AT, int64_t);
+    const int64_t *rows = (const int64_t *)st->comm_rows.data;
+    for (size_t i = 0; i < st->comm_rows.len / sizeof(int64_t); i++) at[rows[i]] += (int64_t)st->shapes.len;
+    PyObject *columns = PyList_New(N_COLS);
+    if (!columns) return NULL;
+    for (int i = 0; i < N_COLS; i++) {
+        if (PyByteArray_Resize(st->cols[i], (Py_ssize_t)(st->rows * COL_SIZES[i]))) {
+            Py_DECREF(columns);
+            return NULL;
+        }
+        PyList_SET_ITEM(columns, i, st->cols[i]);
+        st->cols[i] = NULL;
+    }
+    PyObject *blob = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(st->shapes.len + st->comm.len));
+    if (!blob) {
+        Py_DECREF(columns);
+        return NULL;
+    }
+    if (st->shapes.len) memcpy(PyBytes_AS_STRING(blob), st->shapes.data, st->shapes.len);
+    if (st->comm.len) memcpy(PyBytes_AS_STRING(blob) + st->shapes.len, st->comm.data, st->comm.len);
+    return Py_BuildValue("(NOOOONLLL)", columns, st->name_values, st->hash_values, st->lane_values, st->aside,
+                         blob, (long long)st->flows, (long long)st->bad_ts, (long long)st->bad_dur);
+}
+
+static PyObject *scan(PyObject *self, PyObject *args) {
+    Py_buffer view;
+    PyObject *classify, *result = NULL;
+    if (!PyArg_ParseTuple(args, "y*O", &view, &classify)) return NULL;
+    const u8 *text = view.buf;
+    size_t n = (size_t)view.len;
+    if (memmem(text, n, "\"external id\"", 13)) { /* torch < 1.13: decode_events rewrites it */
+        PyBuffer_Release(&view);
+        Py_RETURN_NONE;
+    }
+    State st;
+    if (state_init(&st, n, classify) == 0) {
+        st.base = text;
+        if (scan_array(&st, text, n) == 0) result = result_of(&st);
+    }
+    state_free(&st);
+    PyBuffer_Release(&view);
+    if (!result) {
+        /* a str that is not UTF-8 cannot pass scan_string; anything else raised (memory, or
+           classify itself) is an error, not a trace to hand to the Python path */
+        if (PyErr_Occurred() && !PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) return NULL;
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    return result;
+}
+
+/* array_end(text, start, max_indent): the first "\n", then at most max_indent spaces or tabs, then
+   "]", at or after start, as (its start, its end); None if there is none. The loader's regex
+   rb"\n[ \t]{0,N}\]", run by memchr over the newlines instead of a pattern match at each. */
+static PyObject *array_end(PyObject *self, PyObject *args) {
+    Py_buffer view;
+    Py_ssize_t start, max_indent;
+    if (!PyArg_ParseTuple(args, "y*nn", &view, &start, &max_indent)) return NULL;
+    const u8 *text = view.buf, *e = text + view.len;
+    const u8 *p = text + (start < 0 ? 0 : start > view.len ? view.len : start);
+    Py_ssize_t found = -1, after = -1;
+    /* from each "]" back over the indent to a newline: "]" is about half as common as "\n" */
+    Py_ssize_t lo = p - text;
+    const u8 *q = p;
+    while (q < e && (q = memchr(q, ']', (size_t)(e - q))) != NULL) {
+        Py_ssize_t at = q - text, nl = at - 1;
+        while (nl >= lo && at - nl - 1 <= max_indent && (text[nl] == ' ' || text[nl] == '\t')) nl--;
+        if (nl >= lo && text[nl] == '\n' && at - nl - 1 <= max_indent) {
+            found = nl;
+            after = at + 1;
+            break;
+        }
+        q++;
+    }
+    PyBuffer_Release(&view);
+    if (found < 0) Py_RETURN_NONE;
+    return Py_BuildValue("(nn)", found, after);
+}
+
+static PyMethodDef METHODS[] = {
+    {"array_end", array_end, METH_VARARGS, "array_end(text, start, max_indent) -> (start, end) or None"},
+    {"scan", scan, METH_VARARGS,
+     "scan(array_json, classify) -> (columns, names, hashes, lanes, aside, blob, flows, bad_ts, bad_dur) or None"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef MODULE = {PyModuleDef_HEAD_INIT, "_scan", NULL, -1, METHODS};
+
+PyMODINIT_FUNC PyInit__scan(void) {
+    index_arg_keys();
+    index_bytes();
+    for (int i = 0; i < N_COLS; i++) {
+        const char *t = COL_TYPES[i];
+        COL_SIZES[i] = !strcmp(t, "int8") ? 1 : !strcmp(t, "int16") ? 2 : !strcmp(t, "int64") ? 8 : 4;
+    }
+    PyObject *m = PyModule_Create(&MODULE);
+    if (!m) return NULL;
+    PyObject *columns = PyTuple_New(N_COLS);
+    if (!columns) return NULL;
+    for (int i = 0; i < N_COLS; i++) PyTuple_SET_ITEM(columns, i, Py_BuildValue("(ss)", COL_NAMES[i], COL_TYPES[i]));
+    if (PyModule_AddObject(m, "COLUMNS", columns)) return NULL;
+    PyModule_AddIntConstant(m, "VERSION", 1);
+    return m;
+}

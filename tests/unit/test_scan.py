@@ -1,0 +1,179 @@
+"""The C scanner (trace/_scan.c) against the Python decoder it stands in for.
+
+Whatever the text, a load with the scanner must equal a load without it, field for field:
+the scanner reads what it can read exactly as msgspec does and hands every other chunk back.
+Each case below also pins which of the two read it, so a scanner that quietly gave up on
+everything (or read what it should have handed back) fails here too.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from pathlib import Path
+
+import pytest
+
+from kerneltui.errors import TraceError
+from kerneltui.trace import decode, pool
+from kerneltui.trace.load import read_trace
+from tests import fuzzing
+
+ROOT = Path(__file__).resolve().parents[2]
+
+KERNEL = (b'{"ph": "X", "cat": "kernel", "name": "void gemm<128>(float*)", "pid": 0, "tid": 7, "ts": 10.5, '
+          b'"dur": 2.25, "args": {"External id": 3, "correlation": 9, "device": 0, "stream": 7, "grid": [132, 2, 1], '
+          b'"block": [128, 1, 1], "registers per thread": 32, "shared memory": 49152, '
+          b'"est. achieved occupancy %": 50, "bytes": 0, "queued": 0, "blocks per SM": 2.5}}')
+OP = (b'{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 9.0, "dur": 5.0, '
+      b'"args": {"External id": 3, "Record function id": 0, "Sequence number": 4, "Fwd thread id": 0, '
+      b'"Input Dims": [[2, 3], [3, 4]], "Input type": ["float", "float"], "Input Strides": [[3, 1], [4, 1]], '
+      b'"Concrete Inputs": ["", ""], "kernel_hash": "c3xyz"}}')
+LAUNCH = (b'{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 9.5, '
+          b'"dur": 1.0, "args": {"External id": 3, "cbid": 211, "correlation": 9}}')
+PYTHON = (b'{"ph": "X", "cat": "python_function", "name": "model.py(12): forward", "pid": 1, "tid": 1, '
+          b'"ts": 8.0, "dur": 8.0, "args": {"Python parent id": null, "Python id": 5, "Python thread": 0}}')
+MEMORY = (b'{"ph": "i", "cat": "cpu_instant_event", "s": "t", "name": "[memory]", "pid": 1, "tid": 1, '
+          b'"ts": 11.0, "args": {"Total Reserved": 2097152, "Bytes": 4096, "Addr": 1, "Device Id": 0}}')
+COMM = (b'{"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)", '
+        b'"pid": 0, "tid": 7, "ts": 20.0, "dur": 3.0, "args": {"External id": 4, "correlation": 10, "device": 0, '
+        b'"stream": 7, "Collective name": "allreduce", "In msg nelems": 1024, "Out msg nelems": 1024, '
+        b'"dtype": "Float", "Group size": 2, "Process Group Name": "0", "Seq": 3}}')
+META = b'{"name": "process_name", "ph": "M", "ts": 0, "pid": 0, "tid": 0, "args": {"name": "python3"}}'
+LABELS = b'{"name": "process_labels", "ph": "M", "ts": 0, "pid": 0, "tid": 0, "args": {"labels": "GPU 0"}}'
+FLOW = b'{"ph": "s", "id": 9, "pid": 1, "tid": 1, "ts": 9.5, "cat": "ac2g", "name": "ac2g"}'
+BEGIN = b'{"ph": "B", "cat": "user_annotation", "name": "step", "pid": 1, "tid": 1, "ts": 7.0}'
+END = b'{"ph": "E", "cat": "user_annotation", "name": "step", "pid": 1, "tid": 1, "ts": 19.0}'
+EVERY_KIND = [META, LABELS, PYTHON, OP, LAUNCH, FLOW, KERNEL, MEMORY, BEGIN, END, COMM]
+
+
+def trace_text(events: list[bytes]) -> bytes:
+    """A Kineto-shaped file: one event a line, cut into chunks at "\\n  {"."""
+    return (b'{"schemaVersion": 1, "deviceProperties": [], "traceEvents": [\n  ' + b",\n  ".join(events)
+            + b'\n], "traceName": "t.json"}')
+
+
+@pytest.fixture
+def load_both(tmp_path, monkeypatch):
+    """Load a text with the Python decoder and with the scanner: (their difference, chunks the scanner read,
+    chunks it handed back)."""
+    monkeypatch.setenv("KERNELTUI_WORKERS", "0")
+    counts = {"read": 0, "handed back": 0}
+    real = decode._scan.scan
+
+    def counting(*args):
+        out = real(*args)
+        counts["read" if out is not None else "handed back"] += 1
+        return out
+
+    monkeypatch.setattr(decode._scan, "scan", counting)
+
+    def run(text: bytes, name: str = "t.json"):
+        path = tmp_path / name
+        path.write_bytes(text)
+        counts.update({"read": 0, "handed back": 0})
+        return fuzzing.decoders_differ(str(path)), counts["read"], counts["handed back"]
+
+    return run
+
+
+def test_the_scanner_is_built():
+    assert decode._scan is not None, ("trace/_scan.c was not compiled: `pip install -e .` builds it where a C "
+                                      "compiler is found; without it every load takes the Python decoder")
+    assert decode.scanner_in_use()
+
+
+def test_every_kind_of_event_is_read_by_the_scanner_as_the_python_decoder_reads_it(load_both, tmp_path, monkeypatch):
+    assert load_both(trace_text(EVERY_KIND)) == (None, 1, 0)
+    raw, meta = read_trace(tmp_path / "t.json")
+    assert len(raw.columns["ts"]) == 7  # the 6 X and i events, and the B/E pair as one; not M or s
+    assert meta.metadata_events == 2 and meta.flow_events == 1
+    assert raw.shapes_blob == (b'{"dims":[[2, 3], [3, 4]],"types":["float", "float"],"concrete":["", ""],'
+                               b'"strides":[[3, 1], [4, 1]]}{"comm":{"collective":"allreduce","in_nelems":1024,'
+                               b'"out_nelems":1024,"dtype":"Float","group":"0","group_size":2,"seq":3}}')
+
+
+READ_BY_THE_SCANNER = {
+    "escapes and surrogate pairs in a name": KERNEL.replace(b'"void gemm<128>(float*)"', b'"a\\"b\\\\c\\u00e9\\ud83d\\ude00\\n\\t\\/"'),
+    "UTF-8 in a name": KERNEL.replace(b"gemm", "gemm_ñ_核".encode()),
+    "ids as strings": KERNEL.replace(b'"pid": 0, "tid": 7', b'"pid": "Spans", "tid": "stream 7"'),
+    "an exponent and 17 digits": KERNEL.replace(b'"ts": 10.5, "dur": 2.25', b'"ts": 1234567890123.4567, "dur": 2.5e-3'),
+    "a negative dur (a lost field)": KERNEL.replace(b'"dur": 2.25', b'"dur": -1'),
+    "no ts (a lost event)": KERNEL.replace(b'"ts": 10.5, ', b""),
+    "a ts past 2**52 us": KERNEL.replace(b'"ts": 10.5', b'"ts": 1e300'),
+    "null and empty args": KERNEL.replace(rb'"args": {', b'"args": null, "more": {'),
+    "occupancy out of range": KERNEL.replace(b'"est. achieved occupancy %": 50', b'"est. achieved occupancy %": 150.5'),
+    "null grid": KERNEL.replace(b'"grid": [132, 2, 1]', b'"grid": null'),
+    "int64 bounds": KERNEL.replace(b'"External id": 3, "correlation": 9',
+                                   b'"External id": 9223372036854775807, "correlation": -9223372036854775808'),
+    "nested unknown fields": KERNEL.replace(b'"queued": 0', b'"queued": {"a": [1, {"b": [true, false, null]}], "c": "d"}'),
+    "shapes without types": OP.replace(b'"Input type": ["float", "float"], ', b""),
+    "pretty-printed": KERNEL.replace(b", ", b",\n      ").replace(b": ", b" :  "),
+}
+
+
+@pytest.mark.parametrize("case", READ_BY_THE_SCANNER)
+def test_text_the_scanner_reads_itself(load_both, case):
+    assert load_both(trace_text([META, READ_BY_THE_SCANNER[case], OP, KERNEL])) == (None, 1, 0)
+
+
+HANDED_BACK = {
+    "a duplicate field (msgspec keeps the last)": KERNEL.replace(b'"ts": 10.5', b'"ts": 1.0, "ts": 10.5'),
+    "an escaped key": KERNEL.replace(b'"ts": 10.5', b'"\\u0074s": 10.5'),
+    "a device past int16": KERNEL.replace(b'"device": 0', b'"device": 70000'),
+    "a stream written as text (ROCm)": KERNEL.replace(b'"stream": 7', b'"stream": "0x0"'),
+    "a ts written as text (msgspec coerces it)": KERNEL.replace(b'"ts": 10.5', b'"ts": "10.5"'),
+    "a float where an int goes": KERNEL.replace(b'"External id": 3', b'"External id": 3.0'),
+    "a grid of two": KERNEL.replace(b'"grid": [132, 2, 1]', b'"grid": [132, 2]'),
+    "NaN": KERNEL.replace(b'"dur": 2.25', b'"dur": NaN'),
+    "a control character": KERNEL.replace(b"gemm", b"ge\x01mm"),
+    "bad UTF-8 in a skipped field": KERNEL.replace(b'"queued": 0', b'"queued": "\xff\xfe"'),
+    "an event that is not an object": b"[1, 2]",
+    "torch 1.8's external id": KERNEL.replace(b'"External id"', b'"external id"'),
+    "nesting past the scanner's depth": KERNEL.replace(b'"queued": 0', b'"queued": ' + b"[" * 300 + b"]" * 300),
+}
+
+
+@pytest.mark.parametrize("case", HANDED_BACK)
+def test_text_the_scanner_hands_to_the_python_decoder(load_both, case):
+    assert load_both(trace_text([META, HANDED_BACK[case], OP, KERNEL])) == (None, 0, 1)
+
+
+def test_every_trace_in_the_repository_loads_the_same_with_and_without_the_scanner(load_both):
+    files = [f for folder in ("traces", "tests/data/traces", "tests/data/external", "tests/data/synthetic")
+             for f in sorted((ROOT / folder).glob("*.json*")) if ".truth." not in f.name]
+    assert len(files) >= 30
+    read_somewhere, handed_back = set(), set()
+    for f in files:
+        difference, read, back = load_both(f.read_bytes(), f.name)
+        assert difference is None, (f.name, difference)
+        if read:
+            read_somewhere.add(f.name)
+        if back:
+            handed_back.add(f.name)
+    assert {"gpt_train_eager.json.gz", "resnet18_train_compiled.json.gz", "tracelens__b200__eager_trace.json.gz",
+            "hta__nccl_parser_config__nccl_data.json.gz"} <= read_somewhere
+    # ROCm's "stream": "0x0", torch 1.8's "external id" and a NaN ts are the Python path's to repair
+    assert handed_back == {"hta__amd_trace__mi250_minitoy_train_ROCm6_2_kineto.json.gz",
+                           "kineto__tb_resnet50_nw0_worker0_2021early.pt.trace.json.gz", "nan_ts.json"}
+
+
+def test_the_array_end_is_found_where_the_regex_finds_it():
+    rng = random.Random(5)
+    for _ in range(20000):
+        text = bytes(rng.choice(b" \t\n]x{") for _ in range(rng.randint(0, 12)))
+        indent, start = rng.randint(0, 3), rng.randint(0, len(text))
+        found = re.compile(rb"\n[ \t]{0,%d}\]" % indent).search(text, start)
+        assert decode._scan.array_end(text, start, indent) == (None if found is None else found.span()), (text, start)
+
+
+def test_workers_are_off_by_default_with_the_scanner_and_a_bad_setting_is_one_message(monkeypatch):
+    monkeypatch.delenv("KERNELTUI_WORKERS", raising=False)
+    assert pool.worker_count() == 0
+    monkeypatch.setenv("KERNELTUI_DECODER", "python")
+    assert pool.worker_count() >= 1
+    monkeypatch.setenv("KERNELTUI_WORKERS", "")
+    assert pool.worker_count() >= 1  # set but empty: as if unset
+    monkeypatch.setenv("KERNELTUI_WORKERS", "two")
+    with pytest.raises(TraceError, match="^KERNELTUI_WORKERS must be a whole number, not 'two'$"):
+        pool.worker_count()
