@@ -20,6 +20,11 @@
 
 typedef unsigned char u8;
 
+/* The scan runs without the GIL (so threads scan chunks at once); it takes the GIL back only to
+   make Python objects (a new name, combo or lane) and for the rare number strtod must parse.
+   Helpers that cannot raise without the GIL note a failed allocation here instead. */
+static _Thread_local int out_of_memory;
+
 #define BAIL (-1)
 #define MAX_DEPTH 200
 #define MAX_US 4503599627370496.0 /* 2**52: |ts| and dur in µs that stay exact and fit int64 ns */
@@ -40,7 +45,7 @@ static int buf_reserve(Buf *b, size_t extra) {
     while (cap < b->len + extra) cap *= 2;
     char *d = realloc(b->data, cap);
     if (!d) {
-        PyErr_NoMemory();
+        out_of_memory = 1;
         return BAIL;
     }
     b->data = d;
@@ -92,7 +97,7 @@ static int table_init(Table *t) {
     t->keys = (Buf){0};
     t->slots = malloc(sizeof(Slot) * (t->mask + 1));
     if (!t->slots) {
-        PyErr_NoMemory();
+        out_of_memory = 1;
         return BAIL;
     }
     for (size_t i = 0; i <= t->mask; i++) t->slots[i].id = -1;
@@ -108,7 +113,7 @@ static int table_grow(Table *t) {
     size_t mask = t->mask * 2 + 1;
     Slot *slots = malloc(sizeof(Slot) * (mask + 1));
     if (!slots) {
-        PyErr_NoMemory();
+        out_of_memory = 1;
         return BAIL;
     }
     for (size_t i = 0; i <= mask; i++) slots[i].id = -1;
@@ -153,6 +158,7 @@ static int64_t table_id(Table *t, const void *key, size_t len, int *added) {
 
 typedef struct {
     const u8 *p, *end;
+    PyThreadState **saved; /* the scan's thread state while it runs without the GIL */
 } Cur;
 
 typedef struct {
@@ -430,7 +436,7 @@ static const double POW10[23] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7, 
                                  1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
 
 /* The number as a double, correctly rounded (as msgspec rounds it). */
-static int to_double(const Num *n, double *out) {
+static int to_double(const Num *n, double *out, PyThreadState **saved) {
     if (!n->big && n->mant == 0) {
         *out = n->neg ? -0.0 : 0.0;
         return 0;
@@ -446,11 +452,12 @@ static int to_double(const Num *n, double *out) {
     if (n->n >= sizeof text) return BAIL;
     memcpy(text, n->s, n->n);
     text[n->n] = 0;
+    PyEval_RestoreThread(*saved); /* CPython's strtod shares a free list: under the GIL */
     double d = PyOS_string_to_double(text, NULL, NULL);
-    if (d == -1.0 && PyErr_Occurred()) {
-        PyErr_Clear();
-        return BAIL;
-    }
+    int failed = d == -1.0 && PyErr_Occurred();
+    if (failed) PyErr_Clear();
+    *saved = PyEval_SaveThread();
+    if (failed) return BAIL;
     if (!isfinite(d)) return BAIL; /* out of range: left to msgspec */
     *out = d;
     return 0;
@@ -520,7 +527,7 @@ static int read_double(Cur *c, double *out) {
     Num n;
     if (c->p >= c->end || !(*c->p == '-' || (*c->p >= '0' && *c->p <= '9'))) return BAIL;
     if (scan_number(c, &n)) return BAIL;
-    return to_double(&n, out);
+    return to_double(&n, out, c->saved);
 }
 
 static int is_null(Cur *c) { return c->p < c->end && *c->p == 'n'; }
@@ -823,25 +830,30 @@ typedef struct {
     size_t rows, cap;
     Buf shapes, comm;
     Buf comm_rows; /* int64 row numbers whose shapes_at points into comm (shifted at the end) */
+    Buf aside_spans; /* int64 (start, end) of each metadata or B/E event */
     PyObject *aside;
     PyObject *classify;
     const u8 *base; /* the text: aside spans are offsets into it */
     int64_t flows, bad_ts, bad_dur;
     Scratch sc;
+    PyThreadState *saved; /* while the scan runs without the GIL */
 } State;
 
 #define COL(st, i, T) ((T *)(st)->col[i])
+#define GIL_ON(st) PyEval_RestoreThread((st)->saved)
+#define GIL_OFF(st) ((st)->saved = PyEval_SaveThread())
 
 /* The id of a string in ``t``, its decoded str appended to ``values`` when new. */
-static int64_t intern_str(Table *t, PyObject *values, const Str *s) {
+static int64_t intern_str(State *st, Table *t, PyObject *values, const Str *s) {
     int added;
     int64_t id = table_id(t, s->s, s->n, &added);
     if (id < 0) return BAIL;
     if (added) {
+        GIL_ON(st);
         PyObject *str = PyUnicode_DecodeUTF8((const char *)s->s, (Py_ssize_t)s->n, "strict");
-        if (!str) return BAIL;
-        int failed = PyList_Append(values, str);
-        Py_DECREF(str);
+        int failed = !str || PyList_Append(values, str);
+        Py_XDECREF(str);
+        GIL_OFF(st);
         if (failed) return BAIL;
     }
     return id;
@@ -888,20 +900,22 @@ static ComboInfo *combo_of(State *st, Event *ev, size_t *lane_at) {
             size_t cap = st->info_cap ? st->info_cap * 2 : 64;
             ComboInfo *info = realloc(st->info, cap * sizeof *info);
             if (!info) {
-                PyErr_NoMemory();
+                out_of_memory = 1;
                 return NULL;
             }
             st->info = info;
             st->info_cap = cap;
         }
+        GIL_ON(st);
         PyObject *ph = str_of(&ev->ph), *cat = ph ? str_of(&ev->cat) : NULL;
         PyObject *r = cat ? PyObject_CallFunctionObjArgs(st->classify, ph, cat, NULL) : NULL;
         Py_XDECREF(ph);
         Py_XDECREF(cat);
-        if (!r) return NULL;
-        long code = PyLong_AsLong(r);
-        Py_DECREF(r);
-        if (code == -1 && PyErr_Occurred()) return NULL;
+        long code = r ? PyLong_AsLong(r) : -1;
+        Py_XDECREF(r);
+        int failed = code == -1 && PyErr_Occurred();
+        GIL_OFF(st);
+        if (failed) return NULL;
         ComboInfo *ci = &st->info[id];
         ci->kind = (int8_t)(code & 0xFF);
         ci->kept = (code >> 8) & 1;
@@ -918,14 +932,15 @@ static int lane_of(State *st, ComboInfo *ci, size_t lane_at, Event *ev) {
     int64_t id = table_id(&st->lanes, st->key.data + lane_at, st->key.len - lane_at, &added);
     if (id < 0) return BAIL;
     if (added) {
+        GIL_ON(st);
         PyObject *pid = id_object(ev->pid_is_str, ev->pid, &ev->pid_s);
         PyObject *tid = pid ? id_object(ev->tid_is_str, ev->tid, &ev->tid_s) : NULL;
         PyObject *pair = tid ? PyTuple_Pack(2, pid, tid) : NULL;
         Py_XDECREF(pid);
         Py_XDECREF(tid);
-        if (!pair) return BAIL;
-        int failed = PyList_Append(st->lane_values, pair);
-        Py_DECREF(pair);
+        int failed = !pair || PyList_Append(st->lane_values, pair);
+        Py_XDECREF(pair);
+        GIL_OFF(st);
         if (failed) return BAIL;
     }
     ci->lane = (int32_t)id;
@@ -934,10 +949,14 @@ static int lane_of(State *st, ComboInfo *ci, size_t lane_at, Event *ev) {
 
 static int grow(State *st) {
     size_t cap = st->cap * 2;
-    for (int i = 0; i < N_COLS; i++) {
-        if (PyByteArray_Resize(st->cols[i], (Py_ssize_t)(cap * COL_SIZES[i]))) return BAIL;
-        st->col[i] = PyByteArray_AS_STRING(st->cols[i]);
+    int failed = 0;
+    GIL_ON(st);
+    for (int i = 0; i < N_COLS && !failed; i++) {
+        failed = PyByteArray_Resize(st->cols[i], (Py_ssize_t)(cap * COL_SIZES[i])) != 0;
+        if (!failed) st->col[i] = PyByteArray_AS_STRING(st->cols[i]);
     }
+    GIL_OFF(st);
+    if (failed) return BAIL;
     st->cap = cap;
     return 0;
 }
@@ -997,11 +1016,8 @@ static int emit(State *st, Event *ev, const u8 *start, const u8 *end) {
     if (!ci) return BAIL;
     if (ci->flow) st->flows++;
     if (ci->aside) { /* metadata and B/E halves: few, decoded again by msgspec from their span */
-        PyObject *span = Py_BuildValue("(nn)", (Py_ssize_t)(start - st->base), (Py_ssize_t)(end - st->base));
-        if (!span) return BAIL;
-        int failed = PyList_Append(st->aside, span);
-        Py_DECREF(span);
-        if (failed) return BAIL;
+        int64_t span[2] = {start - st->base, end - st->base};
+        if (buf_put(&st->aside_spans, span, sizeof span)) return BAIL;
     }
     if (!ci->kept) return 0;
     double dur = ev->dur;
@@ -1016,7 +1032,7 @@ static int emit(State *st, Event *ev, const u8 *start, const u8 *end) {
     size_t row = st->rows;
     if (row >= st->cap && grow(st)) return BAIL;
     int lane = lane_of(st, ci, lane_at, ev);
-    int64_t name = lane < 0 ? BAIL : intern_str(&st->names, st->name_values, &ev->name);
+    int64_t name = lane < 0 ? BAIL : intern_str(st, &st->names, st->name_values, &ev->name);
     if (name < 0) return BAIL;
     const Args *a = &ev->a;
     int kind = ci->kind;
@@ -1045,7 +1061,7 @@ static int emit(State *st, Event *ev, const u8 *start, const u8 *end) {
     COL(st, C_SEQUENCE, int64_t)[row] = kind == K_CPU_OP ? a->sequence : -1;
     int64_t hash = -1;
     if (kind == K_CPU_OP && a->kernel_hash.n) {
-        hash = intern_str(&st->hashes, st->hash_values, &a->kernel_hash);
+        hash = intern_str(st, &st->hashes, st->hash_values, &a->kernel_hash);
         if (hash < 0) return BAIL;
     }
     COL(st, C_HASH, int32_t)[row] = (int32_t)hash;
@@ -1093,12 +1109,13 @@ static void state_free(State *st) {
     free(st->shapes.data);
     free(st->comm.data);
     free(st->comm_rows.data);
+    free(st->aside_spans.data);
     Buf *bufs[] = {&st->sc.ph, &st->sc.cat, &st->sc.name, &st->sc.pid, &st->sc.tid, &st->sc.hash, &st->sc.junk};
     for (size_t i = 0; i < 7; i++) free(bufs[i]->data);
 }
 
 static int scan_array(State *st, const u8 *text, size_t n) {
-    Cur c = {text, text + n};
+    Cur c = {text, text + n, &st->saved};
     Event ev;
     skip_ws(&c);
     if (c.p >= c.end || *c.p != '[') return BAIL;
@@ -1130,6 +1147,13 @@ static PyObject *result_of(State *st) {
     int64_t *at = COL(st, C_SHAPES_AT, int64_t);
     const int64_t *rows = (const int64_t *)st->comm_rows.data;
     for (size_t i = 0; i < st->comm_rows.len / sizeof(int64_t); i++) at[rows[i]] += (int64_t)st->shapes.len;
+    const int64_t *spans = (const int64_t *)st->aside_spans.data;
+    for (size_t i = 0; i < st->aside_spans.len / sizeof(int64_t); i += 2) {
+        PyObject *span = Py_BuildValue("(LL)", (long long)spans[i], (long long)spans[i + 1]);
+        int failed = !span || PyList_Append(st->aside, span);
+        Py_XDECREF(span);
+        if (failed) return NULL;
+    }
     PyObject *columns = PyList_New(N_COLS);
     if (!columns) return NULL;
     for (int i = 0; i < N_COLS; i++) {
@@ -1157,17 +1181,23 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "y*O", &view, &classify)) return NULL;
     const u8 *text = view.buf;
     size_t n = (size_t)view.len;
-    if (memmem(text, n, "\"external id\"", 13)) { /* torch < 1.13: decode_events rewrites it */
-        PyBuffer_Release(&view);
-        Py_RETURN_NONE;
-    }
     State st;
-    if (state_init(&st, n, classify) == 0) {
+    out_of_memory = 0;
+    int ok = state_init(&st, n, classify) == 0;
+    if (ok) {
         st.base = text;
-        if (scan_array(&st, text, n) == 0) result = result_of(&st);
+        GIL_OFF(&st);
+        /* torch < 1.13 spelled "External id" so: decode_events rewrites it, the Python path's to do */
+        ok = !memmem(text, n, "\"external id\"", 13) && scan_array(&st, text, n) == 0;
+        GIL_ON(&st);
     }
+    if (ok && !out_of_memory) result = result_of(&st);
     state_free(&st);
     PyBuffer_Release(&view);
+    if (out_of_memory) {
+        Py_XDECREF(result);
+        return PyErr_NoMemory();
+    }
     if (!result) {
         /* a str that is not UTF-8 cannot pass scan_string; anything else raised (memory, or
            classify itself) is an error, not a trace to hand to the Python path */
@@ -1191,6 +1221,7 @@ static PyObject *array_end(PyObject *self, PyObject *args) {
     /* from each "]" back over the indent to a newline: "]" is about half as common as "\n" */
     Py_ssize_t lo = p - text;
     const u8 *q = p;
+    Py_BEGIN_ALLOW_THREADS
     while (q < e && (q = memchr(q, ']', (size_t)(e - q))) != NULL) {
         Py_ssize_t at = q - text, nl = at - 1;
         while (nl >= lo && at - nl - 1 <= max_indent && (text[nl] == ' ' || text[nl] == '\t')) nl--;
@@ -1201,6 +1232,7 @@ static PyObject *array_end(PyObject *self, PyObject *args) {
         }
         q++;
     }
+    Py_END_ALLOW_THREADS
     PyBuffer_Release(&view);
     if (found < 0) Py_RETURN_NONE;
     return Py_BuildValue("(nn)", found, after);

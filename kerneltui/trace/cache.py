@@ -49,7 +49,7 @@ from kerneltui.trace.schema import EVENT_COLUMNS, Device, TraceMeta
 # fields, what a field holds). The key also holds a digest of the loader's source (LOADER_MODULES),
 # so an edited decoder misses the cache even where this was not bumped.
 SCHEMA_VERSION = 1
-LOADER_MODULES = ("load", "decode", "events", "blocks", "repair", "begin_end", "pool", "meta", "schema")
+LOADER_MODULES = ("load", "ahead", "decode", "events", "blocks", "repair", "begin_end", "pool", "meta", "schema")
 
 SUFFIX = ".arrow"
 TEMP_PREFIX = ".tmp-"

@@ -123,9 +123,13 @@ class ChunkDecoder:
         self.losses = Losses()
         self.begin_end: list[Event] = []  # B/E halves, paired once all are read
 
-    def decode(self, array_json, separator: bytes | None = None) -> dict[str, np.ndarray]:
-        if scanner_in_use():
-            cols = self._scanned(array_json)
+    def decode(self, array_json, separator: bytes | None = None, scanned=None) -> dict[str, np.ndarray]:
+        """The chunk's columns. ``scanned``: what ``scan_chunk`` made of it already (on another
+        thread), or False where the scanner has been tried and handed the chunk back."""
+        if scanned is None and scanner_in_use():
+            scanned = scan_chunk(array_json)
+        if scanned:
+            cols = self.adopt(scanned, array_json)
             if cols is not None:
                 return cols
         if separator is not None and len(array_json) > 2 * SUB_CHUNK:
@@ -138,13 +142,10 @@ class ChunkDecoder:
         hashes: list[str] = []
         return self._intern_hashes(self._columns(events, hashes), hashes)
 
-    def _scanned(self, array_json) -> dict[str, np.ndarray] | None:
-        """The chunk's columns from the C scanner (None: it left the chunk to the Python path),
-        its tables mapped onto this decoder's in their order of first appearance."""
-        out = _scan.scan(array_json, _classify)
-        if out is None:
-            return None
-        columns, names, hashes, lanes, aside, blob, flows, bad_ts, bad_dur = out
+    def adopt(self, scanned: tuple, array_json) -> dict[str, np.ndarray] | None:
+        """The columns the C scanner made of a chunk, its tables mapped onto this decoder's in their
+        order of first appearance (None, and nothing kept, if its metadata events do not decode)."""
+        columns, names, hashes, lanes, aside, blob, flows, bad_ts, bad_dur = scanned
         view = memoryview(array_json)
         try:  # before anything is kept: a refusal here leaves the decoder as it was
             others = [_ONE_EVENT.decode(view[start:end]) for start, end in aside]
@@ -459,6 +460,12 @@ def _dim3(values: list) -> np.ndarray:
 
 def _ids(values: list) -> list:
     return [-1 if v is None else v for v in values] if None in values else values
+
+
+def scan_chunk(array_json) -> tuple | None:
+    """The C scanner's reading of a chunk, for ``ChunkDecoder.adopt``; None: the Python path's to
+    decode. Thread-safe and run without the GIL, so threads can scan chunks at once."""
+    return _scan.scan(array_json, _classify)
 
 
 def scanner_in_use() -> bool:

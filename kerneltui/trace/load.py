@@ -20,7 +20,8 @@ import numpy as np
 import orjson
 
 from kerneltui.errors import TraceError
-from kerneltui.trace import decode, repair
+from kerneltui.trace import ahead, decode, repair
+from kerneltui.trace.ahead import ScanAhead
 from kerneltui.trace.begin_end import pair_begin_end
 from kerneltui.trace.blocks import BlockStream
 from kerneltui.trace.decode import ChunkDecoder, FileChanged
@@ -74,6 +75,7 @@ class _EventReader:
         self.decoder = ChunkDecoder()
         self.chunks: list[dict[str, np.ndarray]] = []
         self.pool = ChunkPool.for_stream(stream)
+        self.ahead: ScanAhead | None = None  # chunks scanned on threads (no worker processes)
         self.separator: bytes | None = None
         self.identity: tuple = ()  # the file as opened: workers check they read the same one
 
@@ -94,6 +96,8 @@ class _EventReader:
             # No line-per-event layout to cut on: decode the file whole (about 8x its size in memory).
             return self._whole(self._bounded(head, blocks, WHOLE_LIMIT, "not one event per line"))
         start, self.separator = located
+        if self.pool is None and decode.scanner_in_use() and ahead.wanted():
+            self.ahead = ScanAhead(self.decoder, self.separator)
         header = head[:start]
         try:
             truncated, tail = self._events(head[start + 1 :], blocks, self._file_offset(start + 1))
@@ -213,11 +217,16 @@ class _EventReader:
     def _decode_array(self, array_json) -> None:
         if self.pool is not None:
             self.pool.submit(bytes(array_json), self.separator)
-            return
-        self.chunks.append(self.decoder.decode(array_json, self.separator))
+        elif self.ahead is not None:
+            self.chunks.extend(self.ahead.submit(array_json))
+        else:
+            self.chunks.append(self.decoder.decode(array_json, self.separator))
 
     def _drain(self) -> None:
-        """Collect chunks decoded by worker processes, in file order."""
+        """Collect chunks decoded by threads or worker processes, in file order."""
+        if self.ahead is not None:
+            scanning, self.ahead = self.ahead, None
+            self.chunks.extend(scanning.drain())
         if self.pool is None:
             return
         try:

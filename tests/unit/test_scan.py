@@ -8,14 +8,17 @@ everything (or read what it should have handed back) fails here too.
 
 from __future__ import annotations
 
+import os
 import random
 import re
+import signal
+import time
 from pathlib import Path
 
 import pytest
 
 from kerneltui.errors import TraceError
-from kerneltui.trace import decode, pool
+from kerneltui.trace import ahead, blocks, decode, pool
 from kerneltui.trace.load import read_trace
 from tests import fuzzing
 
@@ -53,11 +56,15 @@ def trace_text(events: list[bytes]) -> bytes:
             + b'\n], "traceName": "t.json"}')
 
 
-@pytest.fixture
-def load_both(tmp_path, monkeypatch):
-    """Load a text with the Python decoder and with the scanner: (their difference, chunks the scanner read,
-    chunks it handed back)."""
-    monkeypatch.setenv("KERNELTUI_WORKERS", "0")
+@pytest.fixture(params=["threads", "one thread"])
+def load_both(request, tmp_path, monkeypatch):
+    """Load a text with the Python decoder and with the scanner, its chunks scanned ahead on threads or
+    in the loading thread (KERNELTUI_WORKERS=0): (their difference, chunks the scanner read, chunks it
+    handed back)."""
+    if request.param == "threads":
+        monkeypatch.delenv("KERNELTUI_WORKERS", raising=False)
+    else:
+        monkeypatch.setenv("KERNELTUI_WORKERS", "0")
     counts = {"read": 0, "handed back": 0}
     real = decode._scan.scan
 
@@ -156,6 +163,41 @@ def test_every_trace_in_the_repository_loads_the_same_with_and_without_the_scann
     # ROCm's "stream": "0x0", torch 1.8's "external id" and a NaN ts are the Python path's to repair
     assert handed_back == {"hta__amd_trace__mi250_minitoy_train_ROCm6_2_kineto.json.gz",
                            "kineto__tb_resnet50_nw0_worker0_2021early.pt.trace.json.gz", "nan_ts.json"}
+
+
+def test_chunks_scanned_ahead_on_threads_come_back_in_file_order(tmp_path, monkeypatch):
+    monkeypatch.delenv("KERNELTUI_WORKERS", raising=False)
+    monkeypatch.setattr(blocks, "BLOCK", 64 << 10)  # dozens of chunks, several in flight at once
+    adopted = []
+    adopt = decode.ChunkDecoder.adopt
+    monkeypatch.setattr(decode.ChunkDecoder, "adopt", lambda self, out, text: adopted.append(1) or adopt(self, out, text))
+    path = ROOT / "tests" / "data" / "traces" / "gpt_train_eager.json.gz"
+    assert fuzzing.decoders_differ(str(path)) is None
+    assert len(adopted) > 20
+
+
+def test_a_process_forked_after_a_load_still_loads(tmp_path, monkeypatch):
+    """A fork copies the scan threads' executor but not its threads: the child must make its own."""
+    monkeypatch.delenv("KERNELTUI_WORKERS", raising=False)
+    path = ROOT / "tests" / "data" / "traces" / "gpt_train_eager.json.gz"
+    rows = len(read_trace(path)[0].columns["ts"])
+    assert ahead._executor is not None
+    pid = os.fork()
+    if pid == 0:  # the child: exit 0 if it loads the same rows
+        try:
+            os._exit(0 if len(read_trace(path)[0].columns["ts"]) == rows else 3)
+        except BaseException:
+            os._exit(4)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            assert os.waitstatus_to_exitcode(status) == 0
+            return
+        time.sleep(0.05)
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    pytest.fail("the forked child's load did not finish in 60 s")
 
 
 def test_the_array_end_is_found_where_the_regex_finds_it():

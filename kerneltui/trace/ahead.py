@@ -1,0 +1,79 @@
+"""Chunks scanned ahead on threads while the loader reads and cuts the rest of the file.
+
+The C scanner runs without the GIL, so threads scan chunks truly at once, and their columns
+need no trip through a pipe (what made worker processes slower than one process once the
+scanner existed). The decoder adopts each chunk's columns in file order, so names and lanes
+get the codes a one-chunk-at-a-time load gives them. A chunk the scanner hands back is
+decoded by the Python path at its turn, in this thread.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
+
+import numpy as np
+
+from kerneltui.trace.decode import ChunkDecoder, scan_chunk
+
+_executor: ThreadPoolExecutor | None = None
+_lock = threading.Lock()
+
+
+def _forget_executor() -> None:
+    """In a forked child: the executor's threads were not copied, so a submit would wait forever."""
+    global _executor, _lock
+    _executor = None
+    _lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_executor)
+
+
+def wanted() -> bool:
+    """Threads scan ahead unless KERNELTUI_WORKERS=0 asks for one thread (as the rank runner does:
+    there the ranks, each in its own process, are the parallelism)."""
+    return os.environ.get("KERNELTUI_WORKERS", "").strip() != "0"
+
+
+def scan_threads() -> int:
+    """One per core, up to 4: past that the reading and cutting thread is the bottleneck."""
+    return max(1, min(4, os.cpu_count() or 1))
+
+
+def _shared_executor() -> ThreadPoolExecutor:
+    global _executor
+    with _lock:
+        if _executor is None:
+            _executor = ThreadPoolExecutor(max_workers=scan_threads(), thread_name_prefix="kerneltui-scan")
+        return _executor
+
+
+class ScanAhead:
+    def __init__(self, decoder: ChunkDecoder, separator: bytes | None):
+        self.decoder = decoder
+        self.separator = separator
+        self.executor = _shared_executor()
+        self.pending: deque[tuple[Future, object]] = deque()
+        self.limit = scan_threads() + 1  # chunks held at once (~16 MB each, and their columns)
+
+    def submit(self, array_json) -> list[dict[str, np.ndarray]]:
+        """Start scanning a chunk; the columns of the oldest chunks, once more than ``limit`` wait."""
+        self.pending.append((self.executor.submit(scan_chunk, array_json), array_json))
+        done = []
+        while len(self.pending) > self.limit:
+            done.append(self._adopt_oldest())
+        return done
+
+    def drain(self) -> list[dict[str, np.ndarray]]:
+        done = []
+        while self.pending:
+            done.append(self._adopt_oldest())
+        return done
+
+    def _adopt_oldest(self) -> dict[str, np.ndarray]:
+        future, array_json = self.pending.popleft()
+        scanned = future.result()
+        return self.decoder.decode(array_json, self.separator, scanned=scanned if scanned is not None else False)
