@@ -15,7 +15,8 @@ from kerneltui.tui.screens.browser import BrowserScreen
 from kerneltui.tui.screens.loading import LoadingScreen
 from kerneltui.tui.widgets.details import DetailsPane
 from tests.conftest import PROJECT_TRACES
-from tests.tui.helpers import opened, settle
+from kerneltui.tui.widgets.timeline import Timeline
+from tests.tui.helpers import opened, screen_text, settle
 
 EAGER = PROJECT_TRACES / "add_relu_1M_eager.json.gz"
 
@@ -78,10 +79,15 @@ async def test_kernel_table_shows_before_the_second_stage(monkeypatch):
         assert isinstance(screen, BrowserScreen) and screen.browse is None
         assert screen.query_one("#kernels").row_count() == 2
         assert screen.query_one(DetailsPane).details.value("source") == "…"
+        # the timeline says it is coming, not "no GPU work to draw" over an empty axis
+        timeline = [line.strip() for line in screen_text(screen.query_one(Timeline)) if line.strip()]
+        assert timeline == ["│drawing the timeline…"]
         release.set()
         await settle(app, pilot)
         assert screen.browse is not None
         assert screen.query_one(DetailsPane).details.value("source") == "not recorded (profile with with_stack=True)"
+        drawn = screen_text(screen.query_one(Timeline))
+        assert drawn[0].startswith("span ") and any(line.startswith("GPU0 s7") for line in drawn)
 
 
 async def test_a_bug_in_our_code_is_not_swallowed():

@@ -74,7 +74,7 @@ class BrowserScreen(BrowserKeys):
                 yield KernelTable(id="kernels")
                 yield LaunchList(id="launches")
             yield DetailsPane(id="details")
-        yield Timeline(id="timeline")
+        yield Timeline(id="timeline", waiting="drawing the timeline…")
         yield Static(id="range")
         yield Static(id="noise")
         yield KeysBar(self.BINDINGS, id="keys")

@@ -176,7 +176,7 @@ class Timeline(ComponentStyles, Widget, can_focus=True):
     full_names: reactive[bool] = reactive(False)
 
     def __init__(self, lanes: Sequence[Lane] = (), *, bounds: tuple[int, int] | None = None,
-                 label_width: int = 12, name: str | None = None, id: str | None = None,
+                 label_width: int = 12, waiting: str = "", name: str | None = None, id: str | None = None,
                  classes: str | None = None) -> None:
         super().__init__(name=name, id=id, classes=classes)
         self.lanes: list[Lane] = []
@@ -198,6 +198,8 @@ class Timeline(ComponentStyles, Widget, can_focus=True):
         self._dragged = False  # the click that ends a drag selects nothing
         self._preview: tuple[int, int] | None = None  # the range being dragged
         self.set_lanes(lanes, bounds)
+        # shown, instead of an empty axis and "no GPU work", until the lanes are first set
+        self.waiting = waiting
         self.set_reactive(Timeline.window, self.bounds)
         self._invalidate()
 
@@ -208,6 +210,7 @@ class Timeline(ComponentStyles, Widget, can_focus=True):
         ``bounds`` (the zoom-out limit) defaults to the bounds given before, else the lanes' extent.
         """
         self.lanes = list(lanes)
+        self.waiting = ""
         self._marked_counts = {}
         if bounds is None and self._fixed_bounds:
             bounds = self.bounds
@@ -560,6 +563,8 @@ class Timeline(ComponentStyles, Widget, can_focus=True):
         self._cache_key = None
 
     def _draw(self) -> list[Strip]:
+        if self.waiting:
+            return [self._line("", ("timeline--label",), [(self.waiting, ("timeline--label",))])]
         plot = self._plot_width()
         grid = Grid.of(self.window, plot)
         w0, w1 = self.window
