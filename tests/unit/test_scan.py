@@ -219,3 +219,31 @@ def test_workers_are_off_by_default_with_the_scanner_and_a_bad_setting_is_one_me
     monkeypatch.setenv("KERNELTUI_WORKERS", "two")
     with pytest.raises(TraceError, match="^KERNELTUI_WORKERS must be a whole number, not 'two'$"):
         pool.worker_count()
+
+
+def test_fuzz_mutants_load_the_same_with_and_without_the_scanner(tmp_path_factory):
+    """300 mutants of the real traces, every class (benchmarks/fuzz.py checks thousands the same way)."""
+    cache = tmp_path_factory.mktemp("fuzz-cache")
+    bases = fuzzing.prepare_bases(fuzzing.seed_files(), cache=cache, max_events=400, windows=1, raw_limit=4 << 20)
+    classes = tuple(c for c in fuzzing.CLASSES if c != "many_kernels")
+    folder = tmp_path_factory.mktemp("mutants")
+    read = 0
+    real = decode._scan.scan
+
+    def counting(*args):
+        nonlocal read
+        out = real(*args)
+        read += out is not None
+        return out
+
+    decode._scan.scan = counting
+    try:
+        for index in range(300):
+            mutant = fuzzing.make_mutant(index, 20261201, bases, classes)
+            if mutant.kind != "file" or mutant.isolate:
+                continue
+            path = fuzzing.write_mutant(mutant, folder)
+            assert fuzzing.decoders_differ(path) is None, (index, mutant.cls, mutant.info, path)
+    finally:
+        decode._scan.scan = real
+    assert read > 100  # the scanner read most of them; the damaged ones went to the Python decoder
