@@ -54,6 +54,7 @@ static int buf_reserve(Buf *b, size_t extra) {
 }
 
 static int buf_put(Buf *b, const void *s, size_t n) {
+    if (n == 0) return 0; /* memcpy's pointers must not be NULL, even for no bytes */
     if (buf_reserve(b, n)) return BAIL;
     memcpy(b->data + b->len, s, n);
     b->len += n;
@@ -138,7 +139,8 @@ static int64_t table_id(Table *t, const void *key, size_t len, int *added) {
     for (;;) {
         Slot *s = &t->slots[j];
         if (s->id < 0) break;
-        if (s->hash == h && s->len == len && memcmp(t->keys.data + s->off, key, len) == 0) return s->id;
+        if (s->hash == h && s->len == len && (len == 0 || memcmp(t->keys.data + s->off, key, len) == 0))
+            return s->id;
         j = (j + 1) & t->mask;
     }
     if (len > UINT32_MAX) return BAIL;
@@ -148,10 +150,10 @@ static int64_t table_id(Table *t, const void *key, size_t len, int *added) {
     s->hash = h;
     s->off = off;
     s->len = (uint32_t)len;
-    s->id = (int32_t)t->count++;
+    int32_t id = s->id = (int32_t)t->count++;
     *added = 1;
-    if (t->count * 2 > t->mask && table_grow(t)) return BAIL;
-    return s->id;
+    if (t->count * 2 > t->mask && table_grow(t)) return BAIL; /* frees the slots s points into */
+    return id;
 }
 
 /* ------------------------------------------------------------------ JSON scanning */
@@ -1257,9 +1259,16 @@ PyMODINIT_FUNC PyInit__scan(void) {
     PyObject *m = PyModule_Create(&MODULE);
     if (!m) return NULL;
     PyObject *columns = PyTuple_New(N_COLS);
-    if (!columns) return NULL;
-    for (int i = 0; i < N_COLS; i++) PyTuple_SET_ITEM(columns, i, Py_BuildValue("(ss)", COL_NAMES[i], COL_TYPES[i]));
-    if (PyModule_AddObject(m, "COLUMNS", columns)) return NULL;
+    for (int i = 0; columns && i < N_COLS; i++) {
+        PyObject *pair = Py_BuildValue("(ss)", COL_NAMES[i], COL_TYPES[i]);
+        if (!pair) Py_CLEAR(columns);
+        else PyTuple_SET_ITEM(columns, i, pair);
+    }
+    if (!columns || PyModule_AddObject(m, "COLUMNS", columns)) {
+        Py_XDECREF(columns);
+        Py_DECREF(m);
+        return NULL;
+    }
     PyModule_AddIntConstant(m, "VERSION", 1);
     return m;
 }

@@ -140,7 +140,10 @@ class ChunkDecoder:
 
     def columns(self, events: list[Event]) -> dict[str, np.ndarray]:
         hashes: list[str] = []
-        return self._intern_hashes(self._columns(events, hashes), hashes)
+        comm: list[bytes] = []
+        cols = self._columns(events, hashes, comm)
+        self._append_comm(cols, comm)
+        return self._intern_hashes(cols, hashes)
 
     def adopt(self, scanned: tuple, array_json) -> dict[str, np.ndarray] | None:
         """The columns the C scanner made of a chunk, its tables mapped onto this decoder's in their
@@ -192,6 +195,7 @@ class ChunkDecoder:
             return None
         saved = self._state()
         hashes: list[str] = []
+        comm: list[bytes] = []
         parts = []
         view = memoryview(text)
         try:
@@ -199,12 +203,13 @@ class ChunkDecoder:
                 events = EVENTS.decode(b"".join((b"[", view[start:end], b"]")))
                 if not events:
                     raise ValueError("an empty part")
-                parts.append(self._columns(events, hashes))
+                parts.append(self._columns(events, hashes, comm))
                 del events
         except (msgspec.ValidationError, msgspec.DecodeError, RecursionError, ValueError):
             self._restore(saved)
             return None
         cols = {name: np.concatenate([c[name] for c in parts]) for name in parts[0]}
+        self._append_comm(cols, comm)
         return self._intern_hashes(cols, hashes)
 
     def _state(self) -> tuple:
@@ -253,9 +258,10 @@ class ChunkDecoder:
         return cols
 
 
-    def _columns(self, events: list[Event], hashes: list[str]) -> dict[str, np.ndarray]:
+    def _columns(self, events: list[Event], hashes: list[str], comm: list[bytes]) -> dict[str, np.ndarray]:
         """Columns of ``events``; kernel_hash holds indices into ``hashes`` (appended to) for
-        ``_intern_hashes`` to turn into name codes once the chunk's names are all interned."""
+        ``_intern_hashes`` to turn into name codes once the chunk's names are all interned, and
+        collective records' spans point into ``comm`` (appended to) until ``_append_comm``."""
         # Per field, one C-level pass (map over an attrgetter) instead of a Python loop per event;
         # ph, cat, pid and tid in one pass, coded together (a trace has few distinct such tuples).
         combo = self.combos.codes_of(map(_COMBO, events), len(events))
@@ -312,12 +318,24 @@ class ChunkDecoder:
         _fill_values(cols, n, "kernel_hash", ops[hashed], np.arange(len(hashes), len(hashes) + len(hashed)))
         hashes.extend(_rows_of(op_hashes, hashed))
         self._shapes(ops, op_args, cols, n)
-        self._collectives(gpu, gpu_args, cols)
+        self._collectives(gpu, gpu_args, cols, comm)
         return cols
 
-    def _collectives(self, rows: np.ndarray, args: list[Args], cols: dict) -> None:
+    def _append_comm(self, cols: dict, comm: list[bytes]) -> None:
+        """A chunk's collective records go into the shapes blob after all its shapes (as the C
+        scanner lays them out), their spans moved from ``comm`` to where they land."""
+        if not comm:
+            return
+        at = cols["shapes_at"]
+        at[(cols["kind"] <= Kind.MEMSET) & (at >= 0)] += self.shape_offset  # GPU rows: no shapes of their own
+        blob = b"".join(comm)
+        self.shape_parts.append(blob)
+        self.shape_offset += len(blob)
+
+    def _collectives(self, rows: np.ndarray, args: list[Args], cols: dict, comm: list[bytes]) -> None:
         """A GPU row's collective record, ``{"comm":{...}}``, in the row's shapes span (GPU rows
-        have no record_shapes of their own). Few rows have one: the loop runs for those alone."""
+        have no record_shapes of their own), at an offset into ``comm`` for now. Few rows have
+        one: the loop runs for those alone."""
         named = np.flatnonzero(np.fromiter(map(len, map(_COLLECTIVE, args)), np.int64, len(args)))
         if not len(named):
             return
@@ -329,11 +347,9 @@ class ChunkDecoder:
             texts.append(b'{"comm":{' + b",".join(fields) + b"}}")
         sizes = np.fromiter(map(len, texts), np.int64, len(texts))
         ends = np.cumsum(sizes)
-        cols["shapes_at"][rows[named]] = self.shape_offset + ends - sizes
+        cols["shapes_at"][rows[named]] = sum(map(len, comm)) + ends - sizes
         cols["shapes_len"][rows[named]] = sizes
-        blob = b"".join(texts)
-        self.shape_parts.append(blob)
-        self.shape_offset += len(blob)
+        comm.append(b"".join(texts))
 
     def _aside(self, others: list[Event], combo: np.ndarray, info: _ComboInfo) -> None:
         """Metadata, flow and B/E events, in file order."""

@@ -12,6 +12,8 @@ import os
 import random
 import re
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -247,3 +249,36 @@ def test_fuzz_mutants_load_the_same_with_and_without_the_scanner(tmp_path_factor
     finally:
         decode._scan.scan = real
     assert read > 100  # the scanner read most of them; the damaged ones went to the Python decoder
+
+
+def test_thousands_of_distinct_names_grow_the_tables_safely(load_both):
+    """Each table grows at 128, 256, ... keys; it once read the new id from the slots it had just freed
+    (wrong lane and name codes now and then; a segfault from 4,096 names, in a fresh process)."""
+    events = [b'{"ph": "X", "cat": "kernel", "name": "k%d", "pid": 0, "tid": %d, "ts": %d, "dur": 1}' % (i, i % 700, i)
+              for i in range(5000)]
+    assert load_both(trace_text(events)) == (None, 1, 0)
+    # the scanner alone in a fresh process (no numpy to raise malloc's mmap threshold): a freed table is
+    # unmapped there, so reading it faults
+    fresh = subprocess.run([sys.executable, "-c", (
+        "import importlib.util, sys\n"
+        "spec = importlib.util.spec_from_file_location('_scan', sys.argv[1])\n"
+        "scan = importlib.util.module_from_spec(spec); spec.loader.exec_module(scan)\n"
+        "for n in (4096, 8192, 20000):\n"
+        "    text = ('[' + ','.join('{\"ph\":\"X\",\"name\":\"n%d\",\"ts\":1}' % i for i in range(n)) + ']').encode()\n"
+        "    out = scan.scan(text, lambda ph, cat: 1 << 8)\n"
+        "    assert out[1] == ['n%d' % i for i in range(n)], n\n"
+        "    assert list(memoryview(out[0][2]).cast('i')) == list(range(n)), n\n"), decode._scan.__file__],
+        capture_output=True, text=True, timeout=120)
+    assert fresh.returncode == 0, fresh.stderr[-2000:]
+
+
+def test_a_chunk_decoded_in_parts_lays_out_shapes_and_collectives_as_the_scanner_does(load_both):
+    """Over 2 MiB the Python decoder reads a chunk in parts; its blob is still all the chunk's shapes,
+    then its collective records (it had interleaved them part by part)."""
+    op = b'{"ph": "X", "cat": "cpu_op", "name": "op", "pid": 1, "tid": 1, "ts": 1, "dur": 1, ' \
+         b'"args": {"Input Dims": [[1, 2]], "pad": "' + b"x" * 300 + b'"}}'
+    comm = b'{"ph": "X", "cat": "kernel", "name": "k", "pid": 1, "tid": 7, "ts": 1, "dur": 1, ' \
+           b'"args": {"Collective name": "allreduce"}}'
+    text = trace_text([op, comm] * 6000)
+    assert len(text) > 2 * decode.SUB_CHUNK
+    assert load_both(text) == (None, 1, 0)
