@@ -46,8 +46,12 @@ class Grid:
 
     @classmethod
     def of(cls, window: tuple[int, int], plot: int) -> Grid:
-        w0, w1 = window
-        return cls(w0 + (np.arange(plot + 1, dtype=np.int64) * (w1 - w0)) // plot)
+        """Edge k is w0 + floor(k * span / plot), computed as k * (span // plot) + k * (span % plot) // plot:
+        k * span itself overflows int64 on a window of decades (a trace with a stray event at ts 0)."""
+        w0, w1 = int(window[0]), int(window[1])
+        whole, part = divmod(w1 - w0, plot)
+        k = np.arange(plot + 1, dtype=np.int64)
+        return cls(w0 + k * whole + (k * part) // plot)
 
     @property
     def plot(self) -> int:
@@ -62,7 +66,7 @@ class Grid:
         return int(self.edges[-1])
 
     def column(self, t: int) -> int:
-        return int((t - self.w0) * self.plot // (self.w1 - self.w0))
+        return (int(t) - self.w0) * self.plot // (self.w1 - self.w0)  # Python ints: no overflow
 
     def columns(self, start: int, end: int) -> tuple[int, int]:
         """First and last cell an interval [start, end) touches, clipped to the window."""

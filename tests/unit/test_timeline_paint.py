@@ -172,3 +172,14 @@ def test_hidden_lane_hint():
     body = [("█" * 20, ("timeline--gpu",))]
     assert text(with_hint(body, "+3 lanes ↓", 20)) == "█████████ +3 lanes ↓"
     assert with_hint(body, "+3 lanes ↓", 20)[-1] == (" +3 lanes ↓", ("timeline--hint",))
+
+
+def test_a_window_of_decades_cuts_into_cells_without_overflow():
+    """A trace with one stray event at ts 0 and the rest at epoch time (torch 1.8 wrote absolute µs) spans
+    51 years: cell k's edge, k * span / plot, once overflowed int64 and the browser raised IndexError."""
+    end = 1_610_366_662_537_752_000
+    grid = Grid.of((0, end), 87)
+    assert grid.w0 == 0 and grid.w1 == end and grid.plot == 87
+    assert (np.diff(grid.edges) > 0).all()
+    assert grid.column(end - 1) == 86 and grid.column(np.int64(end // 2)) == 43
+    assert list(Grid.of((10, 110), 4).edges) == [10, 35, 60, 85, 110]
