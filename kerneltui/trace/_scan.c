@@ -603,6 +603,43 @@ typedef struct {
     Buf ph, cat, name, pid, tid, hash, junk;
 } Scratch;
 
+/* An object's members, as read_args and read_event walk them: at its '{', past it (1: it is empty,
+   and past its '}' too); a key, unescaped, and its ':'; after a value, 1 if another member follows,
+   0 if the object ended. */
+static int object_open(Cur *c) {
+    c->p++;
+    skip_ws(c);
+    if (c->p < c->end && *c->p == '}') {
+        c->p++;
+        return 1;
+    }
+    return 0;
+}
+
+static int object_key(Cur *c, Str *key) {
+    if (c->p >= c->end || *c->p != '"' || scan_string(c, key) || key->escaped) return BAIL;
+    skip_ws(c);
+    if (c->p >= c->end || *c->p != ':') return BAIL;
+    c->p++;
+    skip_ws(c);
+    return 0;
+}
+
+static int object_next(Cur *c) {
+    skip_ws(c);
+    if (c->p >= c->end) return BAIL;
+    if (*c->p == ',') {
+        c->p++;
+        skip_ws(c);
+        return 1;
+    }
+    if (*c->p == '}') {
+        c->p++;
+        return 0;
+    }
+    return BAIL;
+}
+
 static int read_dim3(Cur *c, int64_t out[3]) {
     if (is_null(c)) {
         out[0] = out[1] = out[2] = -1;
@@ -622,19 +659,10 @@ static int read_dim3(Cur *c, int64_t out[3]) {
 
 static int read_args(Cur *c, Args *a, Scratch *sc) {
     uint64_t seen = 0;
-    c->p++; /* '{' */
-    skip_ws(c);
-    if (c->p < c->end && *c->p == '}') {
-        c->p++;
-        return 0;
-    }
+    if (object_open(c)) return 0;
     for (;;) {
         Str key;
-        if (c->p >= c->end || *c->p != '"' || scan_string(c, &key) || key.escaped) return BAIL;
-        skip_ws(c);
-        if (c->p >= c->end || *c->p != ':') return BAIL;
-        c->p++;
-        skip_ws(c);
+        if (object_key(c, &key)) return BAIL;
         int f = arg_field(key.s, key.n);
         if (f >= 0) {
             if (seen & (1ull << f)) return BAIL; /* msgspec keeps the last: left to it */
@@ -686,18 +714,8 @@ static int read_args(Cur *c, Args *a, Scratch *sc) {
         }
         }
         if (r) return BAIL;
-        skip_ws(c);
-        if (c->p >= c->end) return BAIL;
-        if (*c->p == ',') {
-            c->p++;
-            skip_ws(c);
-            continue;
-        }
-        if (*c->p == '}') {
-            c->p++;
-            return 0;
-        }
-        return BAIL;
+        int more = object_next(c);
+        if (more <= 0) return more; /* 0: the object ended; BAIL */
     }
 }
 
@@ -748,19 +766,10 @@ static int read_event(Cur *c, Event *ev, Scratch *sc) {
     ev->dur = 0.0;
     ev->a = NO_ARGS;
     ev->a.occupancy = NAN;
-    c->p++; /* '{' */
-    skip_ws(c);
-    if (c->p < c->end && *c->p == '}') {
-        c->p++;
-        return 0;
-    }
+    if (object_open(c)) return 0;
     for (;;) {
         Str key;
-        if (c->p >= c->end || *c->p != '"' || scan_string(c, &key) || key.escaped) return BAIL;
-        skip_ws(c);
-        if (c->p >= c->end || *c->p != ':') return BAIL;
-        c->p++;
-        skip_ws(c);
+        if (object_key(c, &key)) return BAIL;
         int f = event_field(key.s, key.n);
         if (f >= 0) {
             if (seen & (1u << f)) return BAIL;
@@ -783,18 +792,8 @@ static int read_event(Cur *c, Event *ev, Scratch *sc) {
         default: r = skip_value(c, 1);
         }
         if (r) return BAIL;
-        skip_ws(c);
-        if (c->p >= c->end) return BAIL;
-        if (*c->p == ',') {
-            c->p++;
-            skip_ws(c);
-            continue;
-        }
-        if (*c->p == '}') {
-            c->p++;
-            return 0;
-        }
-        return BAIL;
+        int more = object_next(c);
+        if (more <= 0) return more; /* 0: the object ended; BAIL */
     }
 }
 
