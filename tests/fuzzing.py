@@ -1447,10 +1447,10 @@ def decoders_differ(path: str) -> str | None:
     """How loading ``path`` with the C scanner differs from loading it with the Python decoder
     (None: not at all, or no scanner built). Both must read every text alike, damaged ones too:
     the scanner hands the Python path whatever it does not read exactly as msgspec would."""
-    from kerneltui.trace import decode
+    from kerneltui.trace import scanner
     from kerneltui.trace.load import read_trace
 
-    if decode._scan is None:
+    if scanner._scan is None:
         return None
     loaded = []
     before = os.environ.get("KERNELTUI_DECODER")

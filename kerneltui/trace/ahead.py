@@ -16,7 +16,9 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
 
-from kerneltui.trace.decode import ChunkDecoder, scan_chunk
+from kerneltui.trace.decode import ChunkDecoder
+from kerneltui.trace.pool import configured_workers
+from kerneltui.trace.scanner import scan_chunk
 
 _executor: ThreadPoolExecutor | None = None
 _lock = threading.Lock()
@@ -35,7 +37,7 @@ os.register_at_fork(after_in_child=_forget_executor)
 def wanted() -> bool:
     """Threads scan ahead unless KERNELTUI_WORKERS=0 asks for one thread (as the rank runner does:
     there the ranks, each in its own process, are the parallelism)."""
-    return os.environ.get("KERNELTUI_WORKERS", "").strip() != "0"
+    return configured_workers() != 0
 
 
 def scan_threads() -> int:

@@ -40,7 +40,7 @@ import numpy as np
 import orjson
 
 from kerneltui import __version__
-from kerneltui.trace import decode
+from kerneltui.trace import scanner
 from kerneltui.trace.load import RawTrace, read_trace
 from kerneltui.trace.repair import Losses
 from kerneltui.trace.schema import EVENT_COLUMNS, Device, TraceMeta
@@ -49,7 +49,7 @@ from kerneltui.trace.schema import EVENT_COLUMNS, Device, TraceMeta
 # fields, what a field holds). The key also holds a digest of the loader's source (LOADER_MODULES),
 # so an edited decoder misses the cache even where this was not bumped.
 SCHEMA_VERSION = 1
-LOADER_MODULES = ("load", "ahead", "decode", "events", "blocks", "repair", "begin_end", "pool", "meta", "schema")
+LOADER_MODULES = ("load", "ahead", "decode", "scanner", "worker", "events", "blocks", "repair", "begin_end", "pool", "meta", "schema")
 
 SUFFIX = ".arrow"
 TEMP_PREFIX = ".tmp-"
@@ -109,9 +109,9 @@ def loader_digest() -> str:
                 h.update(name.encode() + b"\0" + (here / f"{name}.py").read_bytes() + b"\0")
             except OSError:
                 h.update(name.encode() + b"\0?\0")  # installed without sources: the version constants still count
-        scanner = getattr(decode._scan, "__file__", None)  # built or not; KERNELTUI_DECODER changes no output
+        built = getattr(scanner._scan, "__file__", None)  # built or not; KERNELTUI_DECODER changes no output
         try:
-            h.update(b"_scan\0" + (Path(scanner).read_bytes() if scanner else b"python") + b"\0")
+            h.update(b"_scan\0" + (Path(built).read_bytes() if built else b"python") + b"\0")
         except OSError:
             h.update(b"_scan\0?\0")
         _code_digest = h.hexdigest()

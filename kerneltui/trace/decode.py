@@ -1,9 +1,7 @@
 """Decode a slice of the traceEvents array straight into numpy columns.
 
-The compiled scanner (``_scan.c``) reads a chunk in one pass of C when it can; it hands
-back None for any text it does not read exactly as msgspec would, and the chunk is then
-decoded here in Python, to the same columns. Without a C compiler at install time the
-Python path is all there is (``KERNELTUI_DECODER=python`` chooses it, for comparison).
+The C scanner (scanner.py) reads a chunk in one pass when it can, and ``adopt`` takes its
+columns; any chunk it hands back is decoded here in Python, to the same columns.
 
 In Python, msgspec decodes each event into a small typed struct (events.py), skipping every
 field we do not name (most of a trace's bytes); the structs are turned into columns a
@@ -15,16 +13,15 @@ per-event Python object outlives its part of the chunk. A big chunk is decoded
 
 from __future__ import annotations
 
-import os
 from collections import Counter
 from itertools import compress
 from operator import attrgetter
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import msgspec
 import numpy as np
 
-from kerneltui.trace import repair
+from kerneltui.trace import repair, scanner
 from kerneltui.trace.events import (
     _NO_ARGS,
     _ONE_EVENT,
@@ -35,18 +32,12 @@ from kerneltui.trace.events import (
     decode_events,
 )
 from kerneltui.trace.repair import Losses
-from kerneltui.trace.schema import EVENT_COLUMNS, KIND_BY_CATEGORY, Kind
+from kerneltui.trace.scanner import scan_chunk, scanner_in_use
+from kerneltui.trace.schema import ASIDE_PHASES, EVENT_COLUMNS, FLOW_PHASES, KEPT_PHASES, Kind, kind_of
 
-try:
-    from kerneltui.trace import _scan
-except ImportError:  # built without a C compiler: the Python path does everything
-    _scan = None
-if _scan is not None and dict(_scan.COLUMNS) != EVENT_COLUMNS:
-    _scan = None  # a stale build whose columns are not the schema's: never use it
+if TYPE_CHECKING:
+    from kerneltui.trace.worker import Partial
 
-_KEPT_PHASES = frozenset(("X", "i", "I"))
-_FLOW_PHASES = frozenset(("s", "f", "t"))
-_ASIDE_PHASES = frozenset(("M", "B", "E"))
 _NO_DIM3 = (-1, -1, -1)
 _CONCRETE_KEY = np.array([b"", b',"concrete":'], dtype=object)
 _STRIDES_KEY = np.array([b"", b',"strides":'], dtype=object)
@@ -154,28 +145,18 @@ class ChunkDecoder:
             others = [_ONE_EVENT.decode(view[start:end]) for start, end in aside]
         except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
             return None
-        cols = {name: np.frombuffer(column, dtype) for (name, dtype), column in zip(_scan.COLUMNS, columns)}
-        cols["name"] = self.names.codes_of(names)[cols["name"]]
-        hashed = cols["kernel_hash"] >= 0
-        if hashed.any():  # interned after the chunk's names, as the Python path does
-            cols["kernel_hash"][hashed] = self.names.codes_of(hashes)[cols["kernel_hash"][hashed]]
-        cols["lane"] = self.lanes.codes_of(lanes)[cols["lane"]]
+        cols = {name: np.frombuffer(column, dtype) for (name, dtype), column in zip(scanner.COLUMNS, columns)}
+        name_codes = self.names.codes_of(names)
+        # hashes are interned after the chunk's names, as the Python path does
+        self._recode(cols, name_codes, self.names.codes_of(hashes), self.lanes.codes_of(lanes))
         if blob:
-            at = cols["shapes_at"]
-            at[at >= 0] += self.shape_offset
-            self.shape_parts.append(blob)
-            self.shape_offset += len(blob)
+            self._append_shapes(cols, cols["shapes_at"] >= 0, blob)
         self.flow_events += flows
         if bad_dur:
             self.losses.fields["dur"] += bad_dur
         if bad_ts:
             self.losses.events[repair.BAD_TIME] += bad_ts
-        for e in others:
-            if e.ph == "M":
-                a = e.args or _NO_ARGS
-                self.metadata.append((e.name, e.pid, e.tid, a.name, a.labels, a.sort_index))
-            else:
-                self.begin_end.append(e)
+        self._keep_aside(others)
         return cols
 
     def _decode_in_parts(self, array_json, separator: bytes) -> dict[str, np.ndarray] | None:
@@ -242,21 +223,30 @@ class ChunkDecoder:
     def merge(self, part: Partial) -> dict[str, np.ndarray]:
         """Columns decoded by another process, their codes mapped onto this decoder's tables."""
         cols = part.columns
-        names = self.names.codes_of(part.names)
-        lanes = self.lanes.codes_of(part.lanes)
-        cols["name"] = names[cols["name"]] if len(names) else cols["name"]
-        hashed = cols["kernel_hash"] >= 0
-        cols["kernel_hash"][hashed] = names[cols["kernel_hash"][hashed]]
-        cols["lane"] = lanes[cols["lane"]] if len(lanes) else cols["lane"]
-        cols["shapes_at"][cols["shapes_at"] >= 0] += self.shape_offset
-        self.shape_parts.append(part.shapes)
-        self.shape_offset += len(part.shapes)
+        names = self.names.codes_of(part.names)  # the worker interned its hashes among its names
+        self._recode(cols, names, names, self.lanes.codes_of(part.lanes))
+        self._append_shapes(cols, cols["shapes_at"] >= 0, part.shapes)
         self.metadata.extend(part.metadata)
         self.flow_events += part.flow_events
         self.losses.merge(part.losses)
         self.begin_end.extend(part.begin_end)
         return cols
 
+    @staticmethod
+    def _recode(cols: dict, names: np.ndarray, hashes: np.ndarray, lanes: np.ndarray) -> None:
+        """Columns decoded with tables of their own (a worker's, the scanner's) onto this decoder's:
+        ``names``, ``hashes`` and ``lanes`` map each local code to this decoder's."""
+        cols["name"] = names[cols["name"]]
+        hashed = cols["kernel_hash"] >= 0
+        if hashed.any():
+            cols["kernel_hash"][hashed] = hashes[cols["kernel_hash"][hashed]]
+        cols["lane"] = lanes[cols["lane"]]
+
+    def _append_shapes(self, cols: dict, rows: np.ndarray, blob: bytes) -> None:
+        """``blob`` joins the shapes blob; the spans of ``rows``, offsets into it, move to where it lands."""
+        cols["shapes_at"][rows] += self.shape_offset
+        self.shape_parts.append(blob)
+        self.shape_offset += len(blob)
 
     def _columns(self, events: list[Event], hashes: list[str], comm: list[bytes]) -> dict[str, np.ndarray]:
         """Columns of ``events``; kernel_hash holds indices into ``hashes`` (appended to) for
@@ -324,13 +314,9 @@ class ChunkDecoder:
     def _append_comm(self, cols: dict, comm: list[bytes]) -> None:
         """A chunk's collective records go into the shapes blob after all its shapes (as the C
         scanner lays them out), their spans moved from ``comm`` to where they land."""
-        if not comm:
-            return
-        at = cols["shapes_at"]
-        at[(cols["kind"] <= Kind.MEMSET) & (at >= 0)] += self.shape_offset  # GPU rows: no shapes of their own
-        blob = b"".join(comm)
-        self.shape_parts.append(blob)
-        self.shape_offset += len(blob)
+        if comm:  # GPU rows have no shapes of their own: their spans are the collective records'
+            gpu = (cols["kind"] <= Kind.MEMSET) & (cols["shapes_at"] >= 0)
+            self._append_shapes(cols, gpu, b"".join(comm))
 
     def _collectives(self, rows: np.ndarray, args: list[Args], cols: dict, comm: list[bytes]) -> None:
         """A GPU row's collective record, ``{"comm":{...}}``, in the row's shapes span (GPU rows
@@ -354,7 +340,11 @@ class ChunkDecoder:
     def _aside(self, others: list[Event], combo: np.ndarray, info: _ComboInfo) -> None:
         """Metadata, flow and B/E events, in file order."""
         self.flow_events += int(info.flow[combo].sum())
-        for e in compress(others, info.aside[combo].tolist()):
+        self._keep_aside(compress(others, info.aside[combo].tolist()))
+
+    def _keep_aside(self, events) -> None:
+        """Metadata events as (name, pid, tid, value...) rows; B/E halves kept to pair later."""
+        for e in events:
             if e.ph == "M":
                 a = e.args or _NO_ARGS
                 self.metadata.append((e.name, e.pid, e.tid, a.name, a.labels, a.sort_index))
@@ -367,10 +357,10 @@ class ChunkDecoder:
         if self._info is None or len(self._info.kind) != len(table):
             keys = list(table)
             self._info = _ComboInfo(
-                kept=np.array([k[0] in _KEPT_PHASES for k in keys], bool),
-                kind=np.array([kind_of(k[0] == "X", k[1]) if k[0] in _KEPT_PHASES else 0 for k in keys], np.int8),
-                flow=np.array([k[0] in _FLOW_PHASES for k in keys], bool),
-                aside=np.array([k[0] in _ASIDE_PHASES for k in keys], bool),
+                kept=np.array([k[0] in KEPT_PHASES for k in keys], bool),
+                kind=np.array([kind_of(k[0] == "X", k[1]) if k[0] in KEPT_PHASES else 0 for k in keys], np.int8),
+                flow=np.array([k[0] in FLOW_PHASES for k in keys], bool),
+                aside=np.array([k[0] in ASIDE_PHASES for k in keys], bool),
             )
         return self._info
 
@@ -478,30 +468,6 @@ def _ids(values: list) -> list:
     return [-1 if v is None else v for v in values] if None in values else values
 
 
-def scan_chunk(array_json) -> tuple | None:
-    """The C scanner's reading of a chunk, for ``ChunkDecoder.adopt``; None: the Python path's to
-    decode. Thread-safe and run without the GIL, so threads can scan chunks at once."""
-    return _scan.scan(array_json, _classify)
-
-
-def scanner_in_use() -> bool:
-    """Whether chunks go to the C scanner first: built, and not turned off by KERNELTUI_DECODER=python."""
-    return _scan is not None and os.environ.get("KERNELTUI_DECODER", "").strip().lower() != "python"
-
-
-def _classify(ph: str, cat: str) -> int:
-    """For the C scanner, once per new (ph, cat): kind | kept << 8 | flow << 9 | aside << 10."""
-    kept = ph in _KEPT_PHASES
-    kind = kind_of(ph == "X", cat) if kept else 0
-    return kind | kept << 8 | (ph in _FLOW_PHASES) << 9 | (ph in _ASIDE_PHASES) << 10
-
-
-def kind_of(ph_is_complete: bool, category: str) -> int:
-    if not ph_is_complete:
-        return Kind.MEMORY if category == "cpu_instant_event" else Kind.INSTANT
-    return int(KIND_BY_CATEGORY.get(category.lower(), Kind.OTHER))
-
-
 SUB_CHUNK = 1 << 20  # bytes of events decoded at a time: their objects stay in the CPU cache
 
 
@@ -530,47 +496,3 @@ def _part_bounds(text: bytes, separator: bytes) -> list[tuple[int, int]] | None:
 
 # |ts| and dur in µs that stay exact in float64 and fit int64 ns with room to add them.
 MAX_US = float(2**52)
-
-
-class Partial(NamedTuple):
-    """What a worker process sends back for one chunk."""
-
-    columns: dict
-    names: list
-    lanes: list
-    metadata: list
-    flow_events: int
-    shapes: bytes
-    losses: Losses
-    begin_end: list
-
-
-class FileChanged(Exception):
-    """The file a worker was sent to read is not the one the loader opened (or is shorter now)."""
-
-
-def decode_range(path: str, identity: tuple, offset: int, length: int, separator: bytes) -> Partial:
-    """Decode the events array ``[`` + the file's bytes at ``offset`` + ``]`` (runs in a worker
-    process, which reads those bytes itself: the loader sends where they are, not the bytes)."""
-    with open(path, "rb") as f:
-        st = os.fstat(f.fileno())
-        body = os.pread(f.fileno(), length, offset)
-    if (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns) != identity or len(body) != length:
-        raise FileChanged(path)
-    return decode_alone(b"".join((b"[", body, b"]")), separator)
-
-
-def decode_alone(array_json: bytes, separator: bytes | None = None) -> Partial:
-    """Decode one chunk with tables of its own (runs in a worker process)."""
-    decoder = ChunkDecoder()
-    cols = decoder.decode(array_json, separator)
-    return Partial(
-        cols,
-        decoder.names.values(),
-        decoder.lanes.values(),
-        decoder.metadata,
-        decoder.flow_events,
-        b"".join(decoder.shape_parts),
-        decoder.losses,
-        decoder.begin_end,
-    )

@@ -20,16 +20,17 @@ import numpy as np
 import orjson
 
 from kerneltui.errors import TraceError
-from kerneltui.trace import ahead, decode, repair
+from kerneltui.trace import ahead, repair, scanner
 from kerneltui.trace.ahead import ScanAhead
 from kerneltui.trace.begin_end import pair_begin_end
 from kerneltui.trace.blocks import BlockStream
-from kerneltui.trace.decode import ChunkDecoder, FileChanged
+from kerneltui.trace.decode import ChunkDecoder
 from kerneltui.trace.events import _ONE_EVENT, events_from_items, events_from_pieces
 from kerneltui.trace.meta import trace_meta
 from kerneltui.trace.pool import ChunkPool
 from kerneltui.trace.repair import Losses
 from kerneltui.trace.schema import EVENT_COLUMNS, TraceMeta
+from kerneltui.trace.worker import FileChanged
 
 _WS = b" \t\r\n"
 _HEADER_LIMIT = 64 << 20  # look this far for "traceEvents" before decoding the file whole
@@ -96,7 +97,7 @@ class _EventReader:
             # No line-per-event layout to cut on: decode the file whole (about 8x its size in memory).
             return self._whole(self._bounded(head, blocks, WHOLE_LIMIT, "not one event per line"))
         start, self.separator = located
-        if self.pool is None and decode.scanner_in_use() and ahead.wanted():
+        if self.pool is None and scanner.scanner_in_use() and ahead.wanted():
             self.ahead = ScanAhead(self.decoder, self.separator)
         header = head[:start]
         try:
@@ -276,8 +277,8 @@ class _EventReader:
 def _array_end_finder(max_indent: int) -> Callable[[bytes | bytearray, int], tuple[int, int] | None]:
     """Finds where the events array ends, at or after an index: the ``\n`` of the first line that
     is ``]`` indented at most ``max_indent`` (spaces or tabs), and the index after that ``]``."""
-    if decode.scanner_in_use():
-        return lambda text, start: decode._scan.array_end(text, start, max_indent)
+    if scanner.scanner_in_use():
+        return lambda text, start: scanner.array_end(text, start, max_indent)
     pattern = re.compile(rb"\n[ \t]{0,%d}\]" % max_indent)
 
     def search(text, start):

@@ -1,7 +1,7 @@
 """Decode big traces on every core: chunks go to worker processes, results come back in order.
 
-Only where the C scanner is not built (or KERNELTUI_WORKERS asks for them): with it, one
-process decodes faster than it and its workers, whose columns must come back through pipes.
+Used only where the C scanner is not built, or where KERNELTUI_WORKERS asks for workers: with
+the scanner, threads in one process (ahead.py) are faster, as no columns come back through pipes.
 msgspec holds the GIL, so threads would not help. The CLI's summary and
 capture decode from their main thread. The apps load in a thread of a Textual
 process, which has replaced stderr and runs other threads: they call
@@ -22,7 +22,8 @@ from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 
 from kerneltui.errors import TraceError
-from kerneltui.trace.decode import Partial, decode_alone, decode_range, scanner_in_use
+from kerneltui.trace.scanner import scanner_in_use
+from kerneltui.trace.worker import Partial, decode_alone, decode_range
 
 PARALLEL_FROM_BYTES = 96 << 20  # below this (uncompressed) one process is faster
 GZIP_RATIO_GUESS = 12  # Kineto JSON inflates about 15x; guess low
@@ -33,15 +34,23 @@ def worker_count() -> int:
     """KERNELTUI_WORKERS if set; else none where the C scanner decodes (one process is faster:
     on 2 cores a 1 GB trace loads in 2.7 s alone, 2.9-3.2 s with workers, whose columns must come
     back through pipes), else one per core, up to 4."""
-    configured = os.environ.get("KERNELTUI_WORKERS", "").strip()
-    if configured:
-        try:
-            return max(0, int(configured))
-        except ValueError:
-            raise TraceError(f"KERNELTUI_WORKERS must be a whole number, not {configured!r}") from None
+    configured = configured_workers()
+    if configured is not None:
+        return configured
     if scanner_in_use():
         return 0
     return min(4, os.cpu_count() or 1)
+
+
+def configured_workers() -> int | None:
+    """KERNELTUI_WORKERS as a count (0: decode in one thread), None when unset or empty."""
+    configured = os.environ.get("KERNELTUI_WORKERS", "").strip()
+    if not configured:
+        return None
+    try:
+        return max(0, int(configured))
+    except ValueError:
+        raise TraceError(f"KERNELTUI_WORKERS must be a whole number, not {configured!r}") from None
 
 
 def json_bytes(file_bytes: int, compressed: bool) -> int:
@@ -74,7 +83,7 @@ def _shared_executor(workers: int) -> ProcessPoolExecutor:
             context = multiprocessing.get_context("fork")
         else:
             context = multiprocessing.get_context("forkserver")
-            context.set_forkserver_preload(["kerneltui.trace.decode"])
+            context.set_forkserver_preload(["kerneltui.trace.worker"])
         _executor = ProcessPoolExecutor(max_workers=workers, mp_context=context)
     return _executor
 

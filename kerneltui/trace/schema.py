@@ -67,6 +67,19 @@ KIND_BY_CATEGORY = {
     "cuda_profiler_range": Kind.PROFILER_RANGE,
 }
 
+# Phases: events kept as rows; flow arrows (counted); metadata and B/E halves (kept aside).
+KEPT_PHASES = frozenset(("X", "i", "I"))
+FLOW_PHASES = frozenset(("s", "f", "t"))
+ASIDE_PHASES = frozenset(("M", "B", "E"))
+
+
+def kind_of(ph_is_complete: bool, category: str) -> int:
+    """The Kind of a kept event: an instant event's by its category, a complete one's from KIND_BY_CATEGORY."""
+    if not ph_is_complete:
+        return Kind.MEMORY if category == "cpu_instant_event" else Kind.INSTANT
+    return int(KIND_BY_CATEGORY.get(category.lower(), Kind.OTHER))
+
+
 # Columns of the event table (all numpy, one row per kept event; -1 = absent).
 EVENT_COLUMNS = {
     "kind": "int8",

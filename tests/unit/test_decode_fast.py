@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from kerneltui.errors import TraceError
-from kerneltui.trace import blocks, decode, pool
+from kerneltui.trace import blocks, decode, pool, worker
 from kerneltui.trace.load import read_trace
 from tests.conftest import shared_trace
 
@@ -109,10 +109,10 @@ def test_workers_reading_their_chunks_from_the_file_decode_what_one_process_does
 def test_a_worker_refuses_a_file_that_changed_under_it(plain_gpt):
     st = os.stat(plain_gpt)
     identity = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
-    with pytest.raises(decode.FileChanged):
-        decode.decode_range(str(plain_gpt), identity[:3] + (identity[3] + 1,), 0, 10, b"\n  {")
-    with pytest.raises(decode.FileChanged):
-        decode.decode_range(str(plain_gpt), identity, st.st_size - 5, 10, b"\n  {")  # past the end
+    with pytest.raises(worker.FileChanged):
+        worker.decode_range(str(plain_gpt), identity[:3] + (identity[3] + 1,), 0, 10, b"\n  {")
+    with pytest.raises(worker.FileChanged):
+        worker.decode_range(str(plain_gpt), identity, st.st_size - 5, 10, b"\n  {")  # past the end
 
 
 def test_a_file_changed_while_read_by_workers_is_one_clear_error(plain_gpt, monkeypatch):

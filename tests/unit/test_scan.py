@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from kerneltui.errors import TraceError
-from kerneltui.trace import ahead, blocks, decode, pool
+from kerneltui.trace import ahead, blocks, decode, pool, scanner
 from kerneltui.trace.load import read_trace
 from tests import fuzzing
 
@@ -68,14 +68,14 @@ def load_both(request, tmp_path, monkeypatch):
     else:
         monkeypatch.setenv("KERNELTUI_WORKERS", "0")
     counts = {"read": 0, "handed back": 0}
-    real = decode._scan.scan
+    real = scanner._scan.scan
 
     def counting(*args):
         out = real(*args)
         counts["read" if out is not None else "handed back"] += 1
         return out
 
-    monkeypatch.setattr(decode._scan, "scan", counting)
+    monkeypatch.setattr(scanner._scan, "scan", counting)
 
     def run(text: bytes, name: str = "t.json"):
         path = tmp_path / name
@@ -87,9 +87,9 @@ def load_both(request, tmp_path, monkeypatch):
 
 
 def test_the_scanner_is_built():
-    assert decode._scan is not None, ("trace/_scan.c was not compiled: `pip install -e .` builds it where a C "
+    assert scanner._scan is not None, ("trace/_scan.c was not compiled: `pip install -e .` builds it where a C "
                                       "compiler is found; without it every load takes the Python decoder")
-    assert decode.scanner_in_use()
+    assert scanner.scanner_in_use()
 
 
 def test_every_kind_of_event_is_read_by_the_scanner_as_the_python_decoder_reads_it(load_both, tmp_path, monkeypatch):
@@ -208,7 +208,7 @@ def test_the_array_end_is_found_where_the_regex_finds_it():
         text = bytes(rng.choice(b" \t\n]x{") for _ in range(rng.randint(0, 12)))
         indent, start = rng.randint(0, 3), rng.randint(0, len(text))
         found = re.compile(rb"\n[ \t]{0,%d}\]" % indent).search(text, start)
-        assert decode._scan.array_end(text, start, indent) == (None if found is None else found.span()), (text, start)
+        assert scanner._scan.array_end(text, start, indent) == (None if found is None else found.span()), (text, start)
 
 
 def test_workers_are_off_by_default_with_the_scanner_and_a_bad_setting_is_one_message(monkeypatch):
@@ -230,7 +230,7 @@ def test_fuzz_mutants_load_the_same_with_and_without_the_scanner(tmp_path_factor
     classes = tuple(c for c in fuzzing.CLASSES if c != "many_kernels")
     folder = tmp_path_factory.mktemp("mutants")
     read = 0
-    real = decode._scan.scan
+    real = scanner._scan.scan
 
     def counting(*args):
         nonlocal read
@@ -238,7 +238,7 @@ def test_fuzz_mutants_load_the_same_with_and_without_the_scanner(tmp_path_factor
         read += out is not None
         return out
 
-    decode._scan.scan = counting
+    scanner._scan.scan = counting
     try:
         for index in range(300):
             mutant = fuzzing.make_mutant(index, 20261201, bases, classes)
@@ -247,7 +247,7 @@ def test_fuzz_mutants_load_the_same_with_and_without_the_scanner(tmp_path_factor
             path = fuzzing.write_mutant(mutant, folder)
             assert fuzzing.decoders_differ(path) is None, (index, mutant.cls, mutant.info, path)
     finally:
-        decode._scan.scan = real
+        scanner._scan.scan = real
     assert read > 100  # the scanner read most of them; the damaged ones went to the Python decoder
 
 
@@ -267,7 +267,7 @@ def test_thousands_of_distinct_names_grow_the_tables_safely(load_both):
         "    text = ('[' + ','.join('{\"ph\":\"X\",\"name\":\"n%d\",\"ts\":1}' % i for i in range(n)) + ']').encode()\n"
         "    out = scan.scan(text, lambda ph, cat: 1 << 8)\n"
         "    assert out[1] == ['n%d' % i for i in range(n)], n\n"
-        "    assert list(memoryview(out[0][2]).cast('i')) == list(range(n)), n\n"), decode._scan.__file__],
+        "    assert list(memoryview(out[0][2]).cast('i')) == list(range(n)), n\n"), scanner._scan.__file__],
         capture_output=True, text=True, timeout=120)
     assert fresh.returncode == 0, fresh.stderr[-2000:]
 

@@ -26,7 +26,7 @@ DRIVER = r'''
 import glob, gzip, importlib.util, json, random, sys
 spec = importlib.util.spec_from_file_location("kerneltui.trace._scan", sys.argv[1])
 scan = importlib.util.module_from_spec(spec); spec.loader.exec_module(scan)
-from kerneltui.trace.decode import _classify
+from kerneltui.trace.scanner import _classify
 
 def run(text):
     scan.scan(bytes(text), _classify)  # bytes of exactly this length: a read past them is reported
