@@ -156,19 +156,69 @@ def test_python_events_far_apart_are_named_as_distortion(tmp_path):
     )
 
 
-def test_a_longer_step_is_never_called_faster_without_saying_why(tmp_path):
-    a = steps(tmp_path, "a.json", 12600.0, wall_us=15300.0)
-    b = steps(tmp_path, "b.json", 10000.0, wall_us=20100.0)
+def gappy_steps(tmp_path, name, first_us, second_us, gap_us, count=3, **top):
+    """Steps of two ops, the second launched ``gap_us`` after the first: the GPU idles between them."""
+    b = TraceBuilder()
+    for _ in range(count):
+        with b.step():
+            b.op("aten::mm", [[64, 64], [64, 64]], kernels=[("nvjet_sm90_tst_NNT", first_us)])
+            b.idle(gap_us)
+            b.op("aten::mm", [[64, 64], [64, 64]], kernels=[("nvjet_sm90_tst_NNT", second_us)])
+        b.idle(max(b.gpu_t - b.t, 0))  # the next step starts on an idle GPU
+    return timing(load_trace(b.write(tmp_path / name, **top)))
+
+
+def test_a_longer_span_is_never_called_faster_without_saying_why(tmp_path):
+    # A: 12.6 ms of GPU work in one go; B: 10 ms, but its second kernel is launched 8 ms after the first
+    a = steps(tmp_path, "a.json", 12600.0)
+    b = gappy_steps(tmp_path, "b.json", 1000.0, 9000.0, 8000.0)
     assert (a.bound, b.bound) == ("gpu", "gpu")
+    assert not (a.span_distorted or b.span_distorted)  # the GPU paced both: dispatch ≤ busy
+    # from the step's start: the first op at 1 µs, 8 ms idle after it, the second kernel at 8,008.5 µs for 9 ms
+    assert b.steps[1].span_ns == 17_008_500
     v = verdict(a, b)
     assert v.kind == "faster"
-    assert v.text == ("B's GPU time is 1.26x lower, but its profiled step is longer (20.1 vs 15.3 ms wall): "
-                      "B's GPU is busy only 10.0 of 20.1 ms: something else sets the pace.")
-    # with B's CPU side inflated by the profiler, that is the reason given
-    b = steps(tmp_path, "b2.json", 10000.0, wall_us=20100.0, python=6, with_stack=1)
-    a = steps(tmp_path, "a2.json", 12600.0, wall_us=15300.0, python=2, with_stack=1)
-    assert verdict(a, b).text == ("B's GPU time is 1.26x lower, but its profiled step is longer (20.1 vs 15.3 ms "
-                                  "wall): Python events per step 2 → 6: the profiler inflates B's CPU time.")
+    assert v.text == ("B's GPU time is 1.26x lower, but its step spans longer (17.0 vs 12.6 ms): B's GPU is busy "
+                      "only 59% of its span: something else sets the pace.")
+
+
+def test_the_span_is_what_a_timer_sees_and_queued_work_is_not_charged_twice(tmp_path):
+    # three steps of 1 µs of CPU launching 100 µs kernels: steps 2 and 3 start while step 1's kernel runs
+    b = TraceBuilder()
+    for _ in range(3):
+        with b.step():
+            b.op("aten::mm", [[64, 64], [64, 64]], kernels=[("nvjet_sm90_tst_NNT", 100.0)], cpu_us=1.0)
+    t = timing(load_trace(b.write(tmp_path / "t.json")))
+    # step 1 from its CPU start to its kernel's end (launched 2 µs in, started 2 µs later); steps 2 and 3
+    # from the end of the kernel before theirs
+    assert [s.span_ns for s in t.steps] == [104_000, 100_000, 100_000]
+    assert [s.busy_in_span_ns for s in t.steps] == [100_000, 100_000, 100_000]
+    assert (t.span_ns, t.busy_in_steps, t.span_distorted) == (100_000.0, 1.0, False)
+
+
+def test_a_cpu_paced_side_has_a_profiler_distorted_span(tmp_path):
+    t = steps(tmp_path, "t.json", 2.0, cpu_us=40.0, count=3)
+    assert all(s.wall_ns > s.busy_ns for s in t.steps)
+    assert t.span_distorted and t.span_note == "profiler-distorted"
+
+
+def test_a_single_profiled_call_has_no_span():
+    t = timing(load_trace(shared_trace("add_relu_1M_eager")))
+    assert (t.span_ns, t.busy_in_steps) == (None, None)
+    assert t.span_note == "unknown: every profiled call held the profiler's start-up"
+
+
+def test_shared_pairs_span_and_busy_in_steps():
+    # add_relu at 1e7 elements: eager is GPU-paced, its span 55.3 µs (timed without the profiler: 52.9 µs);
+    # compiled is CPU-paced under the profiler (103.7 µs of CPU ops per call for 29.6 µs of GPU)
+    a, b = (timing(load_trace(shared_trace(f"add_relu_10000000_{m}"))) for m in ("eager", "compiled"))
+    assert (a.span_ns, a.span_distorted, round(a.busy_in_steps, 3)) == (55327.5, False, 0.885)
+    assert (b.span_ns, b.span_distorted, round(b.busy_in_steps, 3)) == (122681.0, True, 0.236)
+    # the MLP: compiled call 2 was paced by its profiled CPU (530.0 µs dispatch, 496.6 µs busy): call 3 speaks
+    a, b = (timing(load_trace(shared_trace(f"mlp_bf16_{m}"))) for m in ("eager", "compiled"))
+    assert [s.gpu_paced for s in b.steps] == [False, False, True]
+    assert (a.span_ns, b.span_ns) == (518397.5, 498748.0)
+    assert b.span_ns < a.span_ns and b.busy_ns < a.busy_ns  # the span points the way the GPU time does
 
 
 def test_no_gpu_work(tmp_path):

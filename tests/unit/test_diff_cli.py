@@ -133,8 +133,14 @@ def test_json_of_the_example_pair():
     }
     assert doc["comparable"] == {"ok": True, "reasons": []}
     assert (doc["a"]["bound"], doc["b"]["bound"]) == ("unknown", "unknown")
-    assert (doc["a"]["wall_ns"], doc["b"]["wall_ns"]) == (452894, 917093)  # the profiler window, less its overhead
-    assert doc["b"]["compile"] == {"regions": ["0/0"], "frames": 1, "recompiles": 0, "graph_breaks": 0,
+    # the CPU dispatch span (the profiler window, less its overhead), under its new name and its old one
+    assert (doc["a"]["dispatch_ns"], doc["b"]["dispatch_ns"]) == (452894, 917093)
+    assert (doc["a"]["wall_ns"], doc["b"]["wall_ns"]) == (452894, 917093)
+    # one call each, and it held the profiler's start-up: no span, no busy share, no span ratio
+    assert (doc["a"]["span_ns"], doc["a"]["busy_in_steps"], doc["ratios"]["span_ns"]) == (None, None, None)
+    assert doc["a"]["span_note"] == "unknown: every profiled call held the profiler's start-up"
+    assert doc["b"]["compile"] == {"regions": ["0/0"], "frames": 1, "recompiles": 0, "recompiles_in_profile": 0,
+                                   "graph_breaks": 0, "graph_breaks_source": "at least", "graph_break_at": [],
                                    "graph_replays_per_step": 0.0, "kernels_per_replay": 0.0,
                                    "launch_calls_per_step": 1.0}
     assert doc["phases"] == [{"phase": "forward", "a_launches": 2.0, "b_launches": 1.0, "a_ns": 4256.0, "b_ns": 2528.0,

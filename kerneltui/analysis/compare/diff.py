@@ -47,10 +47,10 @@ class SideFacts:
     iterations: int
     launches: float  # GPU events (kernels, memcpy, memset) per step/call
     kernels: float  # of which kernels
-    wall_ns: float  # the step's span (median over steps free of the profiler's start-up)
+    wall_ns: float  # the CPU dispatch span (old name of dispatch_ns, kept for scripts)
     gpu_ns: float  # GPU time per step/call (sum of durations)
     busy_ns: float  # union of GPU intervals per step/call
-    busy_share: float  # GPU busy / profiled window
+    busy_share: float  # GPU busy / profiled window (start-up included: busy_in_steps is the figure to read)
     cpu_ns: float  # top-level CPU op time per step/call (median over settled steps); NaN when unknown
     bound: str  # "gpu", "cpu" or "unknown"
     bytes: float  # moved through GPU memory per step/call; NaN when unknown
@@ -64,6 +64,10 @@ class SideFacts:
     compile: dict = field(default_factory=dict)  # CompileFacts as a dict
     iteration_starts: tuple[int, ...] = ()
     iteration_labels: tuple[str, ...] = ()
+    span_ns: float | None = None  # what a timer sees per step/call (timing.py); None: every one held start-up
+    dispatch_ns: float = math.nan  # the CPU dispatch span per step/call: the step's span on the CPU
+    busy_in_steps: float | None = None  # GPU busy share of the spans (0-1), None with span_ns
+    span_note: str = ""  # "" or why the span is no measure: "profiler-distorted", "unknown: ..."
 
 
 @dataclass(frozen=True)
@@ -129,10 +133,13 @@ def diff_traces(a: Trace, b: Trace, provenance: Provenance | None = None) -> Tra
     matches = _with_rates(matches, side_a, side_b, ta, tb)
     ratios = {
         name: _ratio(getattr(side_b, name), getattr(side_a, name))
-        for name in ("launches", "kernels", "wall_ns", "gpu_ns", "cpu_ns", "bytes", "transfers")
+        for name in ("launches", "kernels", "wall_ns", "dispatch_ns", "gpu_ns", "cpu_ns", "bytes", "transfers")
     }
     if "unknown" in (side_a.bound, side_b.bound):
         ratios["cpu_ns"] = math.nan
+    # a span the profiler distorts (or that is unknown) is no measure of its side: no ratio
+    spans_measure = not (side_a.span_note or side_b.span_note)
+    ratios["span_ns"] = _ratio(side_b.span_ns, side_a.span_ns) if spans_measure else math.nan
     notes = _notes(a, b, side_a, side_b, comparable, pairs)
     if provenance is not None and side is None:
         example = f", e.g. {provenance.kernels[0].name}" if provenance.kernels else ""
@@ -146,8 +153,8 @@ def diff_traces(a: Trace, b: Trace, provenance: Provenance | None = None) -> Tra
     )
 
 
-def _ratio(b: float, a: float) -> float:
-    return b / a if a and a == a and b == b else math.nan
+def _ratio(b: float | None, a: float | None) -> float:
+    return b / a if a and b is not None and a == a and b == b else math.nan
 
 
 def _side(label: str, trace: Trace, traffic: Traffic, t: Timing) -> SideFacts:
@@ -197,6 +204,10 @@ def _side(label: str, trace: Trace, traffic: Traffic, t: Timing) -> SideFacts:
         compile=_compile_dict(facts),
         iteration_starts=tuple(int(x) for x in its.starts),
         iteration_labels=tuple(its.labels),
+        span_ns=t.span_ns,
+        dispatch_ns=t.dispatch_ns,
+        busy_in_steps=t.busy_in_steps,
+        span_note=t.span_note,
     )
 
 
@@ -205,7 +216,10 @@ def _compile_dict(f: CompileFacts) -> dict:
         "regions": list(f.regions),
         "frames": f.frames,
         "recompiles": f.recompiles,
+        "recompiles_in_profile": f.recompiles_in_profile,
         "graph_breaks": f.graph_breaks,
+        "graph_breaks_source": f.graph_breaks_source,
+        "graph_break_at": list(f.graph_break_at),
         "graph_replays_per_step": f.graph_replays_per_step,
         "kernels_per_replay": f.kernels_per_replay,
         "launch_calls_per_step": f.launch_calls_per_step,

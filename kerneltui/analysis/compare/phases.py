@@ -63,9 +63,9 @@ def gpu_phases(trace: Trace) -> np.ndarray:
     g = trace.gpu
     lane = g["launch_lane"].to_numpy()
     t = g["launch_ts"].to_numpy()
-    optimizer_rows = _named(trace, Kind.ANNOTATION, lambda n: n.startswith(OPTIMIZER_PREFIXES))
+    optimizer_rows = named_rows(trace, Kind.ANNOTATION, lambda n: n.startswith(OPTIMIZER_PREFIXES))
     optimizer = launched_inside(trace, optimizer_rows, lane, t)
-    backward = launched_inside(trace, _named(trace, Kind.CPU_OP, lambda n: n.startswith(BACKWARD_PREFIX)), lane, t)
+    backward = launched_inside(trace, named_rows(trace, Kind.CPU_OP, lambda n: n.startswith(BACKWARD_PREFIX)), lane, t)
     threads = trace.lanes["thread"].astype(str).str.contains(AUTOGRAD_THREAD, regex=False).to_numpy()
     backward |= (lane >= 0) & threads[np.clip(lane, 0, None)]
     in_step = g["iteration"].to_numpy() >= 0
@@ -85,8 +85,8 @@ def gpu_compiled(trace: Trace) -> np.ndarray:
 
 def compiled_rows(trace: Trace) -> np.ndarray:
     """Event rows that mark compiled code: regions, AOTAutograd functions, CompiledFxGraph calls."""
-    ops = _named(trace, Kind.CPU_OP, lambda n: n.startswith(COMPILED_PREFIXES) or n in COMPILED_NAMES)
-    calls = _named(trace, Kind.ANNOTATION, lambda n: n.startswith(COMPILED_PREFIXES))
+    ops = named_rows(trace, Kind.CPU_OP, lambda n: n.startswith(COMPILED_PREFIXES) or n in COMPILED_NAMES)
+    calls = named_rows(trace, Kind.ANNOTATION, lambda n: n.startswith(COMPILED_PREFIXES))
     return np.union1d(ops, calls)
 
 
@@ -122,7 +122,7 @@ def _per_step(trace: Trace) -> dict:
     return out
 
 
-def _named(trace: Trace, kind: Kind, test) -> np.ndarray:
+def named_rows(trace: Trace, kind: Kind, test) -> np.ndarray:
     """Rows of events of ``kind`` whose name passes ``test`` (one test per distinct name)."""
     ev = trace.events
     hit = np.array([bool(test(n)) for n in trace.names] + [False])

@@ -2,17 +2,31 @@
 
 Per step/call (``trace.iterations``; a GPU event belongs to the step that launched it):
 
-* ``wall_ns``  - the step's span (ProfilerStep annotation, or the call's span).
+* ``span_ns``  - what a user's timer sees of step k: the end of its last GPU work minus the
+  later of (its start on the CPU, the end of step k-1's last GPU work), so steps queued
+  back to back on the GPU are not charged for each other's kernels.
+* ``dispatch_ns`` - the CPU dispatch span: the step's span on the CPU (ProfilerStep
+  annotation, or the call's span). Profiling inflates it. (``wall_ns`` in the JSON, its
+  old name.)
 * ``gpu_ns``   - summed durations of the GPU events launched in it.
 * ``busy_ns``  - union of their intervals: the GPU time the step needs (= gpu_ns on one stream).
+* ``busy_in_steps`` - the GPU's busy share of the spans (not of the profiler's window).
 * ``cpu_ns``   - top-level cpu_op time in it, all threads (``summary.per_iteration``).
 
 The profiler's own ``overhead`` events (Activity Buffer Request, 1.5-3 ms at
-start-up, inside the first op) are taken out of wall_ns and cpu_ns. Per side, GPU
-figures are means over steps; CPU and wall figures are medians over the steps
-no overhead event touched (lazy start-up costs remain in such a step after the
-subtraction), or over all steps where every step was touched. With two steps a
-plain median is their mean, and would keep half the start-up.
+start-up, inside the first op) are taken out of dispatch_ns and cpu_ns. Per side, GPU
+figures are means over steps; span, dispatch and CPU figures are medians over the
+*settled* steps: those no overhead event touched (lazy start-up costs remain in such a
+step after the subtraction) and that held no Dynamo compile (``_compile.compile_inner``).
+Where no step is settled, span_ns and busy_in_steps are unknown (None) and dispatch and
+CPU figures are medians over all steps. With two steps a plain median is their mean, and
+would keep half the start-up.
+
+**Profiler-distorted span.** Where a step's CPU dispatch span exceeds its GPU busy time,
+the CPU set its pace, and profiling inflates the CPU: its span measures the profiler as
+much as the workload. span_ns is the median over the settled steps the GPU paced; where
+the CPU paced every settled step, it is their median, marked ``span_distorted``, and no
+span ratio is given.
 
 **Bound.** The CPU enqueues GPU work asynchronously. Where the GPU needs at least
 as long per step as the CPU spends in ops issuing it (``busy_ns >= cpu_ns``) the
@@ -57,6 +71,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from kerneltui.analysis.compare.compile_facts import compile_spans
 from kerneltui.analysis.compare.workload import Comparability
 from kerneltui.trace.intervals import union_length
 from kerneltui.trace.schema import Kind
@@ -82,7 +97,24 @@ class StepTiming:
     cpu_ns: int
     launches: int
     python_events: int
-    startup: bool  # a profiler overhead event touched it (its time is taken out): left out of the CPU/wall medians
+    startup: bool  # a profiler overhead event touched it (its time is taken out): left out of the medians
+    span_ns: int = -1  # end of its last GPU work - max(its CPU start, step k-1's last GPU end); -1 without GPU work
+    busy_in_span_ns: int = 0  # GPU busy time within that span
+    compiling: bool = False  # a Dynamo compile started in it: left out of the medians
+
+    @property
+    def settled(self) -> bool:
+        return not (self.startup or self.compiling)
+
+    @property
+    def gpu_paced(self) -> bool:
+        """The GPU needed at least as long as the CPU took to dispatch the step: the span is the GPU's."""
+        return self.span_ns >= 0 and self.wall_ns <= self.busy_ns
+
+    @property
+    def dispatch_ns(self) -> int:
+        """The CPU dispatch span (the step's span on the CPU), the profiler's overhead taken out."""
+        return self.wall_ns
 
 
 @dataclass(frozen=True)
@@ -90,7 +122,7 @@ class Timing:
     unit: str  # "step" or "call"
     source: str
     steps: tuple[StepTiming, ...]
-    wall_ns: float  # median over undisturbed steps
+    wall_ns: float  # the CPU dispatch span: median over settled steps (all steps where none is)
     gpu_ns: float  # mean over steps
     busy_ns: float  # mean over steps
     cpu_ns: float  # median over undisturbed steps
@@ -98,10 +130,28 @@ class Timing:
     python_per_step: float
     bound: str  # "gpu", "cpu", "unknown" (no CPU ops recorded, or every step held the profiler's start-up)
     cpu_recorded: bool
-    cpu_settled: bool  # some step was free of the profiler's start-up: its CPU time means something
+    cpu_settled: bool  # some step was free of the profiler's start-up and of compiles: its CPU time means something
     with_stack: bool
     record_shapes: bool
     device: str
+    span_ns: float | None = None  # median over settled, GPU-paced steps (see span_distorted); None: no settled step
+    busy_in_steps: float | None = None  # busy / span over the steps span_ns is the median of
+    compiles_in_steps: int = 0  # Dynamo compiles that started inside a step
+    span_distorted: bool = False  # the CPU paced every settled step: the span is the profiled CPU's
+
+    @property
+    def dispatch_ns(self) -> float:
+        return self.wall_ns
+
+    @property
+    def span_note(self) -> str:
+        """Why the span is not a measure of this side, or "" when it is."""
+        if self.span_ns is None:
+            if not any(s.span_ns >= 0 for s in self.steps):
+                return f"unknown: no {self.unit} has GPU work"
+            held = "a Dynamo compile or the profiler's start-up" if self.compiles_in_steps else "the profiler's start-up"
+            return f"unknown: every profiled {self.unit} held {held}"
+        return "profiler-distorted" if self.span_distorted else ""
 
 
 @dataclass(frozen=True)
@@ -126,17 +176,25 @@ def timing(trace: Trace) -> Timing:
     python = np.bincount(py_at[py_at >= 0], minlength=its.count)[: its.count]
     overhead = _overhead_overlap(trace, its.starts, its.ends)
     lost = np.clip(overhead, 0, None)  # the profiler's own time, inside the first op it lands in
+    span, busy_in_span = step_spans(trace)
+    compile_starts, _ = compile_spans(trace)
+    compiling = np.bincount(np.clip(its.assign(compile_starts), -1, None) + 1, minlength=its.count + 1)[1:]
     steps = tuple(
         StepTiming(its.labels[i], int(its.ends[i]) - int(its.starts[i]) - int(lost[i]), int(table["gpu_ns"].iat[i]),
                    int(busy[i]), max(int(table["cpu_ns"].iat[i] - lost[i]), 0), int(table["launches"].iat[i]),
-                   int(python[i]), bool(overhead[i] >= 0))
+                   int(python[i]), bool(overhead[i] >= 0), int(span[i]), int(busy_in_span[i]), bool(compiling[i]))
         for i in range(its.count)
     )
-    settled = [s for s in steps if not s.startup]
+    settled = [s for s in steps if s.settled]
     calm = settled or list(steps)
     cpu_recorded = bool((kinds == Kind.CPU_OP).any())
     busy_mean = _mean([s.busy_ns for s in steps])
     cpu = _median([s.cpu_ns for s in calm])
+    timed = [s for s in settled if s.span_ns >= 0]
+    paced = [s for s in timed if s.gpu_paced or not cpu_recorded]
+    distorted = bool(timed) and not paced
+    timed = paced or timed
+    span_total = sum(s.span_ns for s in timed)
     return Timing(
         unit=its.unit,
         source=its.source,
@@ -153,7 +211,34 @@ def timing(trace: Trace) -> Timing:
         with_stack=trace.meta.with_stack,
         record_shapes=trace.meta.record_shapes,
         device=trace.meta.device_name,
+        span_ns=_median([s.span_ns for s in timed]) if timed else None,
+        busy_in_steps=sum(s.busy_in_span_ns for s in timed) / span_total if span_total > 0 else None,
+        compiles_in_steps=int(compiling.sum()),
+        span_distorted=distorted,
     )
+
+
+def step_spans(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
+    """Per step: its span as a user's timer sees it (-1 without GPU work), and the GPU's busy time within it.
+
+    Span of step k: the end of its last GPU work minus the later of its CPU start and the end of the
+    last GPU work of the steps before it (kernels still queued from step k-1 are not step k's)."""
+    its = trace.iterations
+    g = trace.gpu
+    it = g["iteration"].to_numpy()
+    inside = it >= 0
+    starts, ends, it = g["ts"].to_numpy()[inside], g["end"].to_numpy()[inside], it[inside]
+    last = np.full(its.count, np.iinfo(np.int64).min, np.int64)
+    np.maximum.at(last, it, ends)
+    has_gpu = last > np.iinfo(np.int64).min
+    before = np.maximum.accumulate(np.where(has_gpu, last, np.iinfo(np.int64).min))
+    previous = np.concatenate([[np.iinfo(np.int64).min], before[:-1]]) if its.count else before
+    begin = np.maximum(its.starts.astype(np.int64), previous)
+    span = np.where(has_gpu, np.maximum(last - begin, 0), -1)
+    # the step's GPU intervals clipped to its span
+    clipped_start = np.maximum(starts, begin[it])
+    busy = grouped_union(it, clipped_start, np.maximum(ends, clipped_start), its.count)
+    return span, np.where(has_gpu, busy, 0)
 
 
 def distortion(a: Timing, b: Timing) -> tuple[str, ...]:
@@ -193,16 +278,20 @@ def verdict(a: Timing, b: Timing, comparability: Comparability | None = None) ->
             notes.insert(0, "CPU time was not recorded, so whether the CPU decides is unknown")
         else:
             who = " and ".join(label for label, t in (("A", a), ("B", b)) if not t.cpu_settled)
-            notes.insert(0, f"every profiled {unit} of {who} held the profiler's start-up, so whether the CPU "
-                            "decides is unknown")
-        return Verdict(kind, _sentences(head, notes), gpu_ratio, "gpu")
+            held = ("a Dynamo compile or the profiler's start-up"
+                    if any(t.compiles_in_steps for t in (a, b)) else "the profiler's start-up")
+            notes.insert(0, f"every profiled {unit} of {who} held {held}, so whether the CPU decides is unknown")
+        return Verdict(kind, _sentences(head, notes + _compiling(a, b)), gpu_ratio, "gpu")
+    notes += _compiling(a, b)
     if a.bound == "gpu" and b.bound == "gpu":  # the CPU does not decide: its distortion does not matter
         kind, head = _gpu_kind(gpu_ratio, gpu_pair)
-        if kind == "faster" and b.wall_ns > a.wall_ns * WALL_LONGER and b.wall_ns >= b.busy_ns:
+        spans = a.span_ns is not None and b.span_ns is not None and not (a.span_distorted or b.span_distorted)
+        if kind == "faster" and spans and b.span_ns > a.span_ns * WALL_LONGER:
             on_b = [d for d in distorted if "inflates B's" in d]
-            why = on_b[0] if on_b else f"B's GPU is busy only {_ns(b.busy_ns, b.wall_ns)}: something else sets the pace"
-            head = (f"B's GPU time is {gpu_ratio:.2f}x lower, but its profiled {unit} is longer "
-                    f"({_pair(b.wall_ns, a.wall_ns, ' vs ')} wall): {why}")
+            why = on_b[0] if on_b else (f"B's GPU is busy only {100 * (b.busy_in_steps or 0):.0f}% of its span: "
+                                        "something else sets the pace")
+            head = (f"B's GPU time is {gpu_ratio:.2f}x lower, but its {unit} spans longer "
+                    f"({_pair(b.span_ns, a.span_ns, ' vs ')}): {why}")
         return Verdict(kind, _sentences(head, notes), gpu_ratio, "gpu")
     # The profiler only inflates CPU time, by up to PROFILER_INFLATION: each side's end-to-end
     # time lies between max(busy, cpu / PROFILER_INFLATION) and max(busy, cpu).
@@ -229,6 +318,18 @@ def verdict(a: Timing, b: Timing, comparability: Comparability | None = None) ->
             f"{bound} ({cpu_pair}), and the profiler inflates CPU time: this profile cannot tell which is faster "
             f"end to end (time both without the profiler)")
     return Verdict("undecided", _sentences(head, distorted + notes), None, None)
+
+
+def _compiling(a: Timing, b: Timing) -> list[str]:
+    """The caveat for steps that held a Dynamo compile: their time is mostly compiling."""
+    out = []
+    for label, t in (("A", a), ("B", b)):
+        if t.compiles_in_steps:
+            held = sum(s.compiling for s in t.steps)
+            out.append(f"{label}'s profiled {t.unit}s held {t.compiles_in_steps} Dynamo "
+                       f"compile{'s' if t.compiles_in_steps != 1 else ''} (in {held} of {len(t.steps)} "
+                       f"{t.unit}s, left out of its span and CPU figures)")
+    return out
 
 
 def _close(x: float, y: float) -> bool:
@@ -313,10 +414,6 @@ def _pair(x: float, y: float, arrow: str = " → ") -> str:
     div, unit = _scale(max(x, y))
     digits = 2 if max(x, y) / div < 10 else 1
     return f"{x / div:.{digits}f}{arrow}{y / div:.{digits}f} {unit}"
-
-
-def _ns(part: float, whole: float) -> str:
-    return _pair(part, whole, " of ")
 
 
 def _mean(values: list) -> float:
