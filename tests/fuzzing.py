@@ -1319,7 +1319,7 @@ def _exercise(path: str) -> int:
     from kerneltui.errors import UserError
     from kerneltui.trace import load_trace
     from kerneltui.trace.summary import kernel_stats, launches_in, summarize
-    from kerneltui.trace.traffic import compute_traffic
+    from kerneltui.analysis.traffic import compute_traffic
 
     try:
         trace = load_trace(path)

@@ -14,7 +14,7 @@ import numpy as np
 from kerneltui.analysis.provenance.join import records_of
 from kerneltui.analysis.provenance.records import eager_op_name
 from kerneltui.trace.schema import KIND_LABEL, Kind
-from kerneltui.trace.traffic import copy_kind
+from kerneltui.analysis.traffic import copy_kind
 from kerneltui.tui.model import Browse, Kernels
 from kerneltui.units import fmt_bytes, fmt_ns, fmt_share
 

@@ -46,7 +46,7 @@ import pandas as pd
 from kerneltui.terminal_text import printable
 from kerneltui.trace.model import Trace
 from kerneltui.trace.schema import Kind
-from kerneltui.trace.traffic import copy_kind
+from kerneltui.analysis.traffic import copy_kind
 
 
 def op_id(row):

@@ -225,7 +225,7 @@ def step_spans(trace: Trace, origin: int) -> tuple[np.ndarray, np.ndarray, tuple
 def _traffic(trace: Trace):
     """Bytes and bandwidth per launch from the data layer's traffic module, when it is there."""
     try:
-        from kerneltui.trace.traffic import compute_traffic
+        from kerneltui.analysis.traffic import compute_traffic
     except ImportError:
         return None, None
     result = compute_traffic(trace)

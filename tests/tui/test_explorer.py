@@ -10,7 +10,7 @@ import numpy as np
 
 from kerneltui.analysis.explore import group_stats, launch_context, range_totals
 from kerneltui.trace import load_trace
-from kerneltui.trace.traffic import compute_traffic
+from kerneltui.analysis.traffic import compute_traffic
 from kerneltui.tui.screens.browser import BrowserScreen
 from kerneltui.tui.widgets.details import DetailsPane
 from kerneltui.tui.widgets.timeline import Timeline

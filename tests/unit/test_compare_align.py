@@ -6,7 +6,7 @@ import pytest
 
 from kerneltui.analysis.compare.matches import matched_kernels
 from kerneltui.trace import load_trace
-from kerneltui.trace.traffic import compute_traffic
+from kerneltui.analysis.traffic import compute_traffic
 from tests.conftest import shared_trace
 from tests.kineto_builder import TraceBuilder
 

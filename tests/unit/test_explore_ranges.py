@@ -9,7 +9,7 @@ from kerneltui.analysis.explore import range_totals
 from kerneltui.trace import load_trace
 from kerneltui.trace.intervals import union_length
 from kerneltui.trace.summary import summarize
-from kerneltui.trace.traffic import compute_traffic
+from kerneltui.analysis.traffic import compute_traffic
 from tests.conftest import shared_trace, shared_trace_names
 from tests.kineto_builder import TraceBuilder
 

@@ -17,7 +17,7 @@ from kerneltui.analysis.compare.diff import diff_traces
 from kerneltui.trace.intervals import Nesting, depth_by_group, union_length
 from kerneltui.trace.summary import kernel_stats, summarize
 from kerneltui.trace.model import parse_shapes
-from kerneltui.trace.traffic import compute_traffic, op_traffic
+from kerneltui.analysis.traffic import compute_traffic, op_traffic
 
 
 def _event(ph, cat, name, ts, dur=None, tid=1, pid=1, **args):

@@ -10,7 +10,7 @@ import pytest
 
 from kerneltui.trace import load_trace
 from kerneltui.trace.devices import device_spec
-from kerneltui.trace.traffic import compute_traffic, copy_kind, op_traffic
+from kerneltui.analysis.traffic import compute_traffic, copy_kind, op_traffic
 from tests.conftest import shared_trace
 from tests.kineto_builder import TraceBuilder
 

@@ -32,7 +32,7 @@ from kerneltui.analysis.provenance.records import Provenance
 from kerneltui.trace.model import Trace
 from kerneltui.trace.schema import Kind
 from kerneltui.trace.summary import summarize
-from kerneltui.trace.traffic import Traffic, compute_traffic
+from kerneltui.analysis.traffic import Traffic, compute_traffic
 from kerneltui.units import plural
 
 

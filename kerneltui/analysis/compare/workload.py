@@ -53,7 +53,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from kerneltui.trace.schema import Kind
-from kerneltui.trace.traffic import ITEMSIZE
+from kerneltui.analysis.traffic import ITEMSIZE
 
 if TYPE_CHECKING:
     from kerneltui.trace.model import Trace

@@ -1,0 +1,200 @@
+"""Bytes, FLOPs and achieved rates per GPU event of a trace (the table every view reads)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+
+from kerneltui.analysis.traffic.ops import BASIS, FLOP_BASES, OFF_HBM_BASES, op_traffic
+from kerneltui.analysis.traffic.records import short_op
+from kerneltui.trace.devices import DeviceSpec, device_spec
+from kerneltui.trace.model import parse_shapes
+from kerneltui.trace.schema import Kind
+
+if TYPE_CHECKING:
+    from kerneltui.trace.model import Trace
+
+
+# An op that launched kernels for its caller is judged by the caller's record: torch runs
+# aten::embedding -> aten::index_select -> aten::gather, whose index is the row index expanded
+# (stride 0) to [rows, row size], so the gather's own record shows a full-size int64 index.
+CALLERS = {"gather": frozenset({"index_select", "embedding"}), "index_select": frozenset({"embedding"})}
+
+
+@dataclass(frozen=True)
+class Traffic:
+    """Per GPU event (aligned with ``trace.gpu`` rows): bytes, FLOPs, achieved rates."""
+
+    table: pd.DataFrame  # columns below; index = trace.gpu index
+    device: DeviceSpec | None
+
+    @cached_property
+    def known_share(self) -> float:
+        """Share of GPU time whose bytes are known."""
+        t = self.table
+        dur = t["dur"].to_numpy(np.float64)  # float: an int64 sum may wrap
+        total = float(dur.sum())
+        return float(dur[t["bytes"].notna().to_numpy()].sum()) / total if total else 0.0
+
+
+TRAFFIC_COLUMNS = ["dur", "bytes", "flops", "largest", "basis", "dtype", "gbs", "peak_share", "above_peak",
+                   "tflops", "flops_share", "copy_kind", "link_gbs", "link_share"]
+
+# Kineto's memcpy names: "Memcpy HtoD (Pinned -> Device)", "Memcpy DtoH (Device -> Pageable)"...
+MEMCPY_NAME = re.compile(r"^Memcpy ([HDAP])to([HDAP])\b(?:\s*\(\s*([\w ]+?)\s*->\s*([\w ]+?)\s*\))?")
+
+
+def copy_kind(name: str) -> tuple[str, str, int]:
+    """(label, basis, bytes per copied byte) of a memcpy event from its name.
+
+    Host<->device copies cross the host link and name the host memory ("H2D pinned",
+    "D2H pageable": pageable copies are staged through a pinned buffer and run far below
+    the link). A copy within the device reads and writes HBM: twice its size. Peer copies
+    cross NVLink or PCIe to another device.
+    """
+    m = MEMCPY_NAME.match(name)
+    if m is None:
+        return "copy", "copy-unknown", 1
+    src, dst = ("D" if c == "A" else c for c in m.group(1, 2))  # CUDA arrays live on the device
+    host = (m.group(3) if src == "H" else m.group(4)) or ""
+    host = f" {host.lower()}" if host and host.lower() not in ("unknown", "device") else ""
+    if src == "H" and dst == "D":
+        return f"H2D{host}", "copy-h2d", 1
+    if src == "D" and dst == "H":
+        return f"D2H{host}", "copy-d2h", 1
+    if src == "D" and dst == "D":
+        return "D2D", "memcpy", 2
+    if "P" in (src, dst):
+        return "P2P", "copy-p2p", 1
+    return "H2H", "copy-h2h", 1
+
+
+def _callers(trace: Trace, op_rows: np.ndarray, names: np.ndarray) -> np.ndarray:
+    """Per op row, the row whose record judges its kernels: itself, or the caller CALLERS names."""
+    ev = trace.events
+    out = op_rows.copy()
+    for i, (row, name) in enumerate(zip(op_rows, names)):
+        allowed = CALLERS.get(short_op(str(name)))
+        if not allowed:
+            continue
+        stack = trace.op_stack(int(ev["lane"].iat[row]))
+        if stack is None:
+            continue
+        enclosing = [int(r) for r in stack.enclosing(int(ev["ts"].iat[row])) if ev["kind"].iat[r] == Kind.CPU_OP]
+        at = enclosing.index(int(row)) if int(row) in enclosing else -1
+        while at > 0:  # outermost first: walk up from the op while its caller may speak for it
+            parent = enclosing[at - 1]
+            parent_name = short_op(trace.name(int(ev["name"].iat[parent])))
+            if parent_name not in allowed:
+                break
+            out[i], allowed, at = parent, CALLERS.get(parent_name, frozenset()), at - 1
+    return out
+
+
+def _parse_ops(trace: Trace, op_rows: np.ndarray) -> pd.DataFrame:
+    """OpTraffic per op row, each distinct (name, shapes text) parsed once."""
+    ev = trace.events
+    names = trace.names_of(ev["name"].to_numpy()[op_rows])
+    inductor = ev["kernel_hash"].to_numpy()[op_rows] >= 0
+    # (not np.char on names.astype(str): a fixed-width copy of every name at the longest one's width)
+    inductor |= np.fromiter((str(n).startswith("triton_") for n in names), bool, len(names))
+    judged = _callers(trace, op_rows, names)  # gather inside embedding: the embedding's record
+    names = np.where(judged != op_rows, trace.names_of(ev["name"].to_numpy()[judged]), names)
+    at = ev["shapes_at"].to_numpy()[judged]
+    length = ev["shapes_len"].to_numpy()[judged]
+    blob = trace.shapes_blob
+    cache: dict[tuple, tuple] = {}
+    records = []
+    for name, ind, a, n in zip(names, inductor, at, length):
+        text = bytes(blob[a : a + n]) if a >= 0 else b""
+        key = (name, bool(ind), text)
+        if key not in cache:
+            t = op_traffic(name, parse_shapes(text), bool(ind))
+            # tuples, not dataclasses: pandas would call asdict() per row
+            cache[key] = (t.bytes, t.flops, t.largest, t.basis, t.dtype)
+        records.append(cache[key])
+    return pd.DataFrame(records, columns=["bytes", "flops", "largest", "basis", "dtype"], index=op_rows)
+
+
+def compute_traffic(trace: Trace, device_name: str | None = None) -> Traffic:
+    """Bytes, FLOPs and achieved bandwidth for every GPU event of a trace.
+
+    The peak comes from the trace's device name unless ``device_name`` is given.
+    """
+    g = trace.gpu
+    spec = device_spec(device_name or trace.meta.device_name)
+    kind = g["kind"].to_numpy()
+    dur = g["dur"].to_numpy().astype(np.float64)
+    op_row = g["op_row"].to_numpy()
+    graph = g["graph"].to_numpy()
+    is_kernel = (kind == Kind.KERNEL) & (op_row >= 0) & ~graph
+
+    out = pd.DataFrame(index=g.index)
+    out["dur"] = g["dur"].to_numpy()
+    nan = np.full(len(g), np.nan)
+    out["bytes"], out["flops"], out["largest"] = nan.copy(), nan.copy(), nan.copy()
+    basis = np.full(len(g), "no-op", dtype=object)
+    dtype = np.full(len(g), "", dtype=object)
+    if is_kernel.any():
+        ops = _parse_ops(trace, np.unique(op_row[is_kernel]))
+        rows = op_row[is_kernel]
+        # an op's bytes and FLOPs are shared among its kernels by duration
+        op_dur = pd.Series(dur[is_kernel]).groupby(rows).transform("sum").to_numpy()
+        weight = np.divide(dur[is_kernel], op_dur, out=np.ones_like(op_dur), where=op_dur > 0)
+        per_op = ops.loc[rows]
+        out.loc[is_kernel, "bytes"] = per_op["bytes"].to_numpy() * weight
+        out.loc[is_kernel, "flops"] = per_op["flops"].to_numpy() * weight
+        out.loc[is_kernel, "largest"] = per_op["largest"].to_numpy()
+        basis[is_kernel] = per_op["basis"].to_numpy()
+        dtype[is_kernel] = per_op["dtype"].to_numpy()
+    copies = (kind == Kind.MEMCPY) | (kind == Kind.MEMSET)
+    copy_bytes = g["bytes"].to_numpy().astype(np.float64)
+    known_copy = copies & (copy_bytes >= 0)
+    out.loc[known_copy, "bytes"] = copy_bytes[known_copy]
+    out.loc[known_copy, "largest"] = copy_bytes[known_copy]
+    basis[copies] = "memset"
+    labels = np.full(len(g), "", dtype=object)
+    memcpy = np.flatnonzero(kind == Kind.MEMCPY)
+    if len(memcpy):
+        full = g["full_name"].astype(str).to_numpy()[memcpy]
+        parsed = {name: copy_kind(name) for name in pd.unique(full)}
+        labels[memcpy] = [parsed[n][0] for n in full]
+        basis[memcpy] = [parsed[n][1] for n in full]
+        factor = np.array([parsed[n][2] for n in full], np.float64)
+        known = copy_bytes[memcpy] >= 0
+        out.loc[memcpy[known], "bytes"] = copy_bytes[memcpy[known]] * factor[known]
+    basis[graph] = "cuda-graph"
+    if not trace.meta.record_shapes:
+        basis[(kind == Kind.KERNEL) & ~graph] = "no-shapes"
+    out["basis"] = pd.Categorical(basis, categories=BASIS)
+    out["dtype"] = dtype
+    out["copy_kind"] = labels
+    _rates(out, spec)
+    return Traffic(out[TRAFFIC_COLUMNS], spec)
+
+
+def _rates(out: pd.DataFrame, spec: DeviceSpec | None) -> None:
+    dur = out["dur"].to_numpy().astype(np.float64)
+    safe = np.where(dur > 0, dur, np.nan)
+    basis = out["basis"].astype(str).to_numpy()
+    by_flops = np.isin(basis, list(FLOP_BASES))
+    off_hbm = np.isin(basis, list(OFF_HBM_BASES))
+    host = np.isin(basis, ["copy-h2d", "copy-d2h"])
+    # bytes per ns = GB/s; GEMMs, convolutions, attention and templates are judged by FLOP/s
+    out["gbs"] = np.where(by_flops, np.nan, out["bytes"].to_numpy() / safe)
+    out["tflops"] = out["flops"].to_numpy() / safe / 1e3
+    # host copies are measured against the host link, not HBM (doc section 10)
+    hbm = np.where(off_hbm, np.nan, out["gbs"].to_numpy())
+    out["peak_share"] = hbm / spec.bandwidth_gbs if spec else np.nan
+    out["above_peak"] = (out["peak_share"] > 1.0).to_numpy() if spec else False
+    link = spec.host_link_gbs if spec and spec.host_link_gbs else np.nan
+    out["link_gbs"] = np.where(host, link, np.nan)
+    out["link_share"] = out["gbs"].to_numpy() / out["link_gbs"].to_numpy()
+    tags = pd.unique(out["dtype"])
+    peak = {tag: (spec.peak_tflops(tag) if spec else None) or np.nan for tag in tags}
+    out["flops_share"] = out["tflops"].to_numpy() / out["dtype"].map(peak).to_numpy(np.float64)
