@@ -95,7 +95,7 @@ def test_not_comparable_gives_no_speed_up():
     b = load_trace(shared_trace("add_relu_10000000_compiled"))
     v = verdict(timing(a), timing(b), compare_workloads(a, b))
     assert (v.kind, v.ratio, v.quantity) == ("not comparable", None, None)
-    assert v.text == "not comparable: inputs differ: largest tensor [100] vs [10000000]."
+    assert v.text == "not comparable: inputs differ: largest input [100] vs [10000000]."
 
 
 # -- made pairs -----------------------------------------------------------------------------------

@@ -34,34 +34,41 @@ def test_every_trace_is_comparable_with_itself(traces):
 
 @pytest.mark.parametrize("workload, shape", [
     ("add_relu_100", [100]), ("norm_chain", [4096, 4096]), ("mlp_bf16", [64, 256, 4096]),
-    ("resnet18_train", [64, 64, 64, 64]),
+    ("resnet18_train", [64, 3, 128, 128]),
 ])
-def test_the_largest_tensor_ties_eager_to_compiled(traces, workload, shape):
+def test_the_largest_input_ties_eager_to_compiled(traces, workload, shape):
+    # ResNet: the batch itself, an argument of conv1 in eager and of the compiled graph's call
     c = compare_workloads(traces[f"{workload}_eager"], traces[f"{workload}_compiled"])
     assert c.evidence["matched"] == str(shape)
 
 
-def test_resnet_runs_the_same_library_kernels_both_sides(traces):
-    # 83 cuDNN/cutlass launches per step on both sides (80 convolution, 3 GEMM: the fc layer)
+def test_resnet_runs_the_same_library_calls_both_sides(traces):
+    # per step: 20 convolutions forward, 20 backward (80 cuDNN/cutlass kernels), 3 GEMMs (the fc layer's
+    # forward addmm and its two gradients)
+    calls = []
     for side in ("eager", "compiled"):
         sig = workload_signature(traces[f"resnet18_train_{side}"])
-        assert sig.library_kernels == {"conv": 80.0, "gemm": 3.0}
-        assert sig.largest == ((64, 64, 64, 64),)
+        assert sig.library_counts == {"conv": 40.0, "gemm": 3.0}
+        calls.append(sig.library_calls)
+    assert calls[0] == calls[1]
+    # fc forward [64, 512] @ [512, 100]; grad input [64, 100] @ [100, 512]; grad weight [100, 64] @ [64, 512]
+    assert [calls[0][k] for k in (("gemm", 1, 512, 64, 100), ("gemm", 1, 100, 64, 512), ("gemm", 1, 64, 100, 512))] \
+        == [1.0, 1.0, 1.0]
+    assert calls[0][("conv", (64, 3, 128, 128), (64, 3, 7, 7))] == 1.0
 
 
 def test_different_sizes_are_not_comparable(traces):
     c = compare_workloads(traces["add_relu_100_eager"], traces["add_relu_10000000_compiled"])
-    assert (c.ok, c.reasons) == (False, ("inputs differ: largest tensor [100] vs [10000000]",))
+    assert (c.ok, c.reasons) == (False, ("inputs differ: largest input [100] vs [10000000]",))
 
 
 def test_different_models_are_not_comparable(traces):
     c = compare_workloads(traces["mlp_bf16_eager"], traces["resnet18_train_eager"])
     assert c.ok is False
     assert c.reasons == (
-        "inputs differ: largest tensor [64, 256, 4096] vs [64, 64, 64, 64]",
-        "library op inputs differ: aten::addmm [4096] x [16384, 1024] vs "
-        "aten::convolution_backward [64, 64, 32, 32] x [64, 64, 32, 32]",
-        "library kernels differ: conv 0 vs 80 per step/call",
+        "inputs differ: largest input [64, 256, 4096] vs [64, 64, 64, 64]",
+        "library calls differ: B runs 40 convolutions per step/call, A 0",
+        "library calls differ: B runs 3 GEMMs per step/call, A 2",
     )
 
 
@@ -135,7 +142,7 @@ def mlp_cuda_graphs(tmp_path, batch, tokens):
 def test_a_cuda_graph_run_at_another_size_is_not_comparable(tmp_path):
     c = compare_workloads(mlp_cuda_graphs(tmp_path, 8, 128), mlp_compiled(tmp_path, 256))
     assert c.ok is False
-    assert c.reasons == ("inputs differ: largest tensor [8, 128, 1024] vs [64, 256, 4096]",)
+    assert c.reasons == ("inputs differ: largest input [8, 128, 1024] vs [64, 256, 4096]",)
     assert c.evidence["a"]["largest"] == ["[8, 128, 1024]"]  # a TensorList element: dtype not recorded
 
 
@@ -173,5 +180,64 @@ def test_a_batch_change_behind_a_larger_weight_shows_in_the_gemm_inputs(tmp_path
 
     c = compare_workloads(decode(8, "b8.json"), decode(16, "b16.json"))
     assert c.ok is False
-    assert c.reasons == ("library op inputs differ: aten::mm [8, 768] x [768, 50000] vs "
-                         "aten::mm [16, 768] x [768, 50000]",)
+    assert c.reasons == ("library calls differ: A runs GEMM 8×768×50000 that B does not",)
+
+
+def layers(tmp_path, depth, name, batch=64, graphs=False, template=False):
+    """``depth`` blocks of Linear(1024, 1024) + GELU on [batch, 1024]: eager, compiled with an extern
+    addmm, with a max-autotune template in its place, or replayed from a CUDA graph."""
+    b = TraceBuilder()
+    x, w = [batch, 1024], [1024, 1024]
+    for _ in range(2):
+        with b.step():
+            if graphs:
+                with b.region("Torch-Compiled Region: 0/0"):
+                    b.op("aten::_foreach_copy_", [[x], [x], []], ["TensorList", "TensorList", "Scalar"],
+                         kernels=[("void at::native::multi_tensor_apply_kernel<copy>", 2.0)])
+                    b.graph_replay([k for _ in range(depth) for k in (("nvjet_sm90_tst_bias_TNT", 30.0),
+                                                                        ("triton_poi_fused_gelu_0", 6.0))])
+                continue
+            b.op("aten::embedding", [[8192, 1024], [batch]], [BF16, "long int"],
+                 kernels=[("void at::native::indexSelectLargeIndex<bf16>", 2.0)])
+            for _ in range(depth):
+                if template:  # bias, A, B, output: the GEMM and its GELU in one kernel
+                    b.op("triton_tem_fused_addmm_gelu_0", [[1024], x, [1024, 1024], x], [BF16] * 4,
+                         kernels=[("triton_tem_fused_addmm_gelu_0", 33.0)])
+                    continue
+                b.op("aten::addmm", [[1024], x, w, [], []], [BF16, BF16, BF16, "Scalar", "Scalar"],
+                     kernels=[("nvjet_sm90_tst_bias_TNT", 30.0)])
+                b.op("aten::gelu", [x, []], [BF16, "Scalar"],
+                     kernels=[("void at::native::vectorized_elementwise_kernel<GeluCUDAKernelImpl>", 6.0)])
+    return load_trace(b.write(tmp_path / name))
+
+
+def test_twice_the_layers_is_not_comparable(tmp_path):
+    c = compare_workloads(layers(tmp_path, 8, "a.json"), layers(tmp_path, 4, "b.json"))
+    assert c.ok is False  # the same inputs, but not the same model
+    assert c.evidence["matched"] == "[8192, 1024]"  # the embedding table: the largest input, at any depth
+    assert c.reasons == ("library calls differ: B runs 4 GEMMs per step, A 8",)
+
+
+def test_another_batch_is_not_comparable(tmp_path):
+    c = compare_workloads(layers(tmp_path, 4, "a.json"), layers(tmp_path, 4, "b.json", batch=32))
+    assert c.ok is False
+    # the embedding table is the largest input at either batch; the GEMMs' shapes say the rest
+    assert c.reasons == ("library calls differ: A runs GEMM 64×1024×1024 that B does not",)
+    # without the table, the inputs themselves differ
+    c = compare_workloads(layers(tmp_path, 4, "g.json", graphs=True), layers(tmp_path, 4, "h.json", graphs=True,
+                                                                            batch=32))
+    assert c.reasons == ("inputs differ: largest input [64, 1024] vs [32, 1024]",)
+
+
+def test_the_same_model_stays_comparable_as_template_or_graph(tmp_path):
+    eager = layers(tmp_path, 4, "eager.json")
+    template = layers(tmp_path, 4, "template.json", template=True)
+    graphs = layers(tmp_path, 4, "graphs.json", graphs=True)
+    # a template counts as the GEMM it replaced, by its operands' shapes
+    assert workload_signature(template).library_calls == {("gemm", 1, 1024, 64, 1024): 4.0}
+    assert workload_signature(graphs).library_calls == {("gemm", None): 4.0}  # replays: kernels, no shapes
+    for other in (template, graphs):
+        c = compare_workloads(eager, other)
+        assert (c.ok, c.reasons) == (True, ()), c.reasons
+    assert compare_workloads(layers(tmp_path, 8, "a8.json"), graphs).reasons == (
+        "library calls differ: B runs 4 GEMMs per step, A 8",)

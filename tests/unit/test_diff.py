@@ -142,14 +142,14 @@ def test_different_inputs_give_no_speed_up():
     d = diff_traces(trace("add_relu_1M_eager"), trace("add_relu_100_compiled"))
     assert d.comparable.ok is False
     assert d.verdict.kind == "not comparable" and d.verdict.ratio is None
-    assert d.verdict.text == "not comparable: inputs differ: largest tensor [1000000] vs [100]."
+    assert d.verdict.text == "not comparable: inputs differ: largest input [1000000] vs [100]."
     assert "1 call (whole trace) vs 3 calls (repeated op sequence): kernels aligned over the first 1 call of each" in d.notes
 
 
 def test_unrelated_workloads_are_not_comparable():
     d = diff_traces(trace("mlp_bf16_eager"), trace("norm_chain_compiled"))
-    assert d.comparable.reasons == ("inputs differ: largest tensor [64, 256, 4096] vs [4096, 4096]",
-                                    "library kernels differ: GEMM/attention 2 vs 0 per call")
+    assert d.comparable.reasons == ("inputs differ: largest input [64, 256, 4096] vs [4096, 4096]",
+                                    "library calls differ: B runs 0 GEMMs per call, A 2")
     for workload in ("add_relu_100", "norm_chain", "mlp_bf16", "resnet18_train"):
         assert pair(workload).comparable.ok is True
 

@@ -183,10 +183,10 @@ def test_fail_if_slower_on_different_inputs_exits_3_never_a_silent_pass():
     a, b = shared_trace("add_relu_100_eager"), shared_trace("add_relu_10000000_compiled")
     result = kerneltui("diff", str(a), str(b), "--fail-if-slower", "5%")
     assert result.returncode == 3
-    assert result.stderr == "kerneltui: not comparable: inputs differ: largest tensor [100] vs [10000000]\n"
-    assert "NOT COMPARABLE: inputs differ: largest tensor [100] vs [10000000]" in result.stdout
+    assert result.stderr == "kerneltui: not comparable: inputs differ: largest input [100] vs [10000000]\n"
+    assert "NOT COMPARABLE: inputs differ: largest input [100] vs [10000000]" in result.stdout
     doc = json.loads(kerneltui("diff", str(a), str(b), "--format", "json").stdout)
-    assert doc["comparable"] == {"ok": False, "reasons": ["inputs differ: largest tensor [100] vs [10000000]"]}
+    assert doc["comparable"] == {"ok": False, "reasons": ["inputs differ: largest input [100] vs [10000000]"]}
     assert doc["verdict"]["kind"] == "not comparable" and doc["verdict"]["ratio"] is None
 
 

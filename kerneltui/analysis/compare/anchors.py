@@ -15,12 +15,13 @@ same class, matched to the eager GEMM it replaced by position.
 
 from __future__ import annotations
 
+import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from kerneltui.analysis.compare.workload import valid_shapes
+from kerneltui.analysis.traffic.compute_rules import template_dims
 from kerneltui.trace.model import Trace, parse_shapes
 from kerneltui.trace.schema import Kind
 
@@ -56,6 +57,7 @@ class EventRoles:
     cast: np.ndarray  # bool: a dtype conversion and nothing else
     scalar: np.ndarray  # bool: updates only 0-d tensors (BatchNorm's num_batches_tracked...)
     scalar_signature: np.ndarray  # str: the op's tensor types, to pair 0-d updates across sides
+    call: dict[int, tuple] = field(default_factory=dict)  # anchor id -> what it computes (library_call)
 
 
 def event_roles(trace: Trace) -> EventRoles:
@@ -75,16 +77,23 @@ def event_roles(trace: Trace) -> EventRoles:
     )
     anchor = np.full(n, -1, np.int64)
     identity: dict[int, tuple] = {}
-    # one anchor per library op invocation; without an op, one per library kernel
+    call: dict[int, tuple] = {}
+    # one anchor per library op invocation; without one (graph replays, whose kernels all share the
+    # region as their op; templates), one per library kernel
     for i in np.flatnonzero(library != ""):
         op_row = int(op_rows[i])
-        aid = op_row if op_row >= 0 and not TEMPLATE.match(names[i]) else -(i + 2)
+        by_op = op_row >= 0 and _is_library_op(ops[i]) and not TEMPLATE.match(names[i])
+        aid = op_row if by_op else -(i + 2)
         anchor[i] = aid
         if aid not in identity:
-            if aid >= 0 and _is_library_op(ops[i]):
-                identity[aid] = (library[i], ops[i], _shape_key(shapes_of_op(op_row)))
+            if by_op:
+                shapes = shapes_of_op(op_row)
+                identity[aid] = (library[i], ops[i], _shape_key(shapes))
+                call[aid] = library_call(library[i], ops[i], shapes)
             else:
                 identity[aid] = (library[i], keys[i])
+                template = TEMPLATE.match(names[i]) and op_row >= 0
+                call[aid] = _template_call(names[i], shapes_of_op(op_row)) if template else (library[i], None)
     # kernels a library op launched that are not library kernels themselves (cuDNN's memsets)
     for i in np.flatnonzero((library == "") & (op_rows >= 0)):
         if int(op_rows[i]) in identity and _is_library_op(ops[i]):
@@ -106,7 +115,68 @@ def event_roles(trace: Trace) -> EventRoles:
         if kinds[i] == Kind.KERNEL and _all_zero_d(shapes):
             scalar[i] = True
             signature[i] = ",".join(str(t) for t in shapes["types"])
-    return EventRoles(library, anchor, identity, cast, scalar, signature)
+    return EventRoles(library, anchor, identity, cast, scalar, signature, call)
+
+
+# GEMM ops whose first argument is an added term (bias, self), not an operand
+ADDED_FIRST = ("aten::addmm", "aten::baddbmm", "aten::_addmm_activation", "aten::addmv", "aten::addbmm")
+
+
+def library_call(cls: str, op: str, shapes: dict | None) -> tuple:
+    """What one library call computes, the same whichever op or kernel ran it: a comparable key.
+
+    GEMM: ("gemm", batch, K, min(M, N), max(M, N)): a transposed product (Inductor may compute a
+    weight gradient as its transpose) is the same call. Convolution: ("conv" or "conv backward",
+    input, weight). Attention: ("attention" or "attention backward", q, k). Collective: (op, first
+    tensor). The shapes unknown: (class, None).
+    """
+    tensors = [tuple(d) for d in (_tensor_dims(shapes) or [])]
+    if cls == "gemm":
+        operands = tensors[1:3] if op.startswith(ADDED_FIRST) else tensors[:2]
+        dims = _gemm_dims(*operands) if len(operands) == 2 else None
+        return ("gemm", *dims) if dims else ("gemm", None)
+    if cls == "conv":
+        backward = "backward" in op
+        x, w = (tensors[1:3] if backward else tensors[:2]) if len(tensors) >= (3 if backward else 2) else (None, None)
+        return ("conv backward" if backward else "conv", x, w) if x else ("conv", None)
+    if cls == "attention":
+        backward = "backward" in op
+        qk = tensors[1:3] if backward else tensors[:2]
+        return ("attention backward" if backward else "attention", *qk) if len(qk) == 2 else ("attention", None)
+    return (op, tensors[0] if tensors else None)
+
+
+def _gemm_dims(a: tuple, b: tuple) -> tuple | None:
+    """(batch, K, min(M, N), max(M, N)) of a [..., M, K] @ b [..., K, N] (b may be a vector)."""
+    if len(b) == 1:
+        b = (*b, 1)
+    if len(a) < 2 or a[-1] != b[-2]:
+        return None
+    batch = math.prod(a[:-2]) if len(a) > 2 else math.prod(b[:-2])
+    m, k, n = a[-2], a[-1], b[-1]
+    return batch, k, min(m, n), max(m, n)
+
+
+def _template_call(name: str, shapes: dict | None) -> tuple:
+    """A template as the library call it replaced, from its buffers (traffic.template_dims)."""
+    tensors = [list(d) for d in (_tensor_dims(shapes) or [])]
+    dims = template_dims(name, tensors)
+    if dims is None:
+        return ("conv" if "convolution" in name else "gemm", None)
+    if dims[0] == "conv":
+        return ("conv", tuple(dims[1]), tuple(dims[2]))
+    _, batch, m, n, k, _ = dims
+    return ("gemm", batch, k, min(m, n), max(m, n))
+
+
+def valid_shapes(shapes) -> dict | None:
+    """A record_shapes dict whose dims and types are lists (types of strings), else None: traces lie."""
+    if not isinstance(shapes, dict):
+        return None
+    dims, types = shapes.get("dims"), shapes.get("types")
+    if not isinstance(dims, list) or not isinstance(types, list) or not all(isinstance(t, str) for t in types):
+        return None
+    return shapes
 
 
 def _is_library_op(op: str) -> bool:

@@ -163,33 +163,50 @@ def _attention(name: str, args: list[Tensor | None], concrete: list[str] | None)
     return float(read + written), flops, float(written)
 
 
-def _template(name: str, tensors: list[Tensor]) -> tuple[float, float, float]:
-    """An autotuned Triton template (triton_tem_*): a GEMM or a convolution, whose buffers it lists.
+def template_dims(name: str, shapes: list[list[int]]) -> tuple | None:
+    """What an autotuned Triton template (triton_tem_*) computes, from the buffers it lists.
 
-    GEMM: a [..., M, K] and a [..., K, N] operand and a [..., M, N] output among them: 2*M*N*K.
-    Convolution: input [N, C, H, W], weight [K, C/g, R, S] and output [N, K, P, Q]: FLOPs from P x Q.
-    The bytes are every buffer once, as for any Inductor kernel.
+    GEMM: ("gemm", batch, M, N, K, output index): a [..., M, K] and a [..., K, N] operand, and an
+    output of batch*M*N elements (its shape may be a view of another rank: [B*T, N] for [B, T, N]).
+    Convolution: ("conv", input, weight, output index): input [N, C, H, W], weight [K, C/g, R, S]
+    and output [N, K, P, Q]. None when the buffers show neither.
     """
-    total = float(sum(_nbytes(t) for t in tensors))
-    shapes = [t[0] for t in tensors]
     if any(CONV_TOKEN.match(token) for token in _tokens(name)):
         for i, x in enumerate(shapes):
             for j in range(i + 1, len(shapes)):
                 w = shapes[j]
                 if len(x) < 3 or len(w) != len(x) or w[1] <= 0 or x[1] % w[1]:
                     continue
-                for y in shapes[j + 1:]:
+                for o in range(j + 1, len(shapes)):
+                    y = shapes[o]
                     if len(y) == len(x) and y[0] == x[0] and y[1] == w[0]:
-                        flops = 2 * x[0] * w[0] * w[1] * _numel(w[2:]) * _numel(y[2:])
-                        return total, float(flops), float(_nbytes(tensors[shapes.index(y)]))
-        return UNKNOWN
+                        return ("conv", x, w, o)
+        return None
     for i, a in enumerate(shapes):
         for j, b in enumerate(shapes):
-            if j <= i or len(a) < 2 or len(b) < 2 or a[-1] != b[-2] or a[:-2] != b[:-2] and len(b) > 2:
+            if j <= i or len(a) < 2 or len(b) < 2 or a[-1] != b[-2] or (len(b) > 2 and a[:-2] != b[:-2]):
                 continue
             m, kk, n = a[-2], a[-1], b[-1]
-            outputs = [o for o, c in enumerate(shapes) if o not in (i, j) and c[-2:] == [m, n] and len(c) >= 2]
+            batch = _numel(a[:-2]) if len(a) > 2 else _numel(b[:-2])
+            outputs = [o for o, c in enumerate(shapes) if o not in (i, j) and len(c) >= 1 and c[-1] == n
+                       and _numel(c) == batch * m * n]
             if outputs:
-                batch = _numel(a[:-2])
-                return total, float(2 * batch * m * n * kk), float(_nbytes(tensors[outputs[0]]))
-    return UNKNOWN
+                return ("gemm", batch, m, n, kk, outputs[-1])
+    return None
+
+
+def _template(name: str, tensors: list[Tensor]) -> tuple[float, float, float]:
+    """An autotuned Triton template: a GEMM (2*M*N*K) or a convolution (FLOPs from P x Q), see template_dims.
+
+    The bytes are every buffer once, as for any Inductor kernel: operands, epilogue inputs, outputs.
+    """
+    total = float(sum(_nbytes(t) for t in tensors))
+    dims = template_dims(name, [t[0] for t in tensors])
+    if dims is None:
+        return UNKNOWN
+    if dims[0] == "conv":
+        _, x, w, o = dims
+        return total, float(2 * x[0] * w[0] * w[1] * _numel(w[2:]) * _numel(tensors[o][0][2:])), float(
+            _nbytes(tensors[o]))
+    _, batch, m, n, kk, o = dims
+    return total, float(2 * batch * m * n * kk), float(_nbytes(tensors[o]))
