@@ -60,11 +60,21 @@ def rate(gbs: float, share: float, above: bool, tflops: float = math.nan, flops_
     return text
 
 
+MEMORY_SHOWN = 0.1  # a row's memory-bound part is rated beside its FLOP/s from this share of its time
+
+
 def side_rate(m, side: str) -> str:
-    return rate(
-        getattr(m, f"{side}_gbs"), getattr(m, f"{side}_peak_share"), bool(getattr(m, f"{side}_above_peak")),
-        getattr(m, f"{side}_tflops"), getattr(m, f"{side}_flops_share"),
-    )
+    """One side of a matched row: FLOP/s of its GEMMs, convolutions and attention, GB/s of the rest
+    where that is at least a tenth of its time ("713 TFLOP/s 72% + 2,100 GB/s 44%")."""
+    g = lambda name: getattr(m, f"{side}_{name}")  # noqa: E731
+    ns, judged, tflops = g("ns"), g("judged_ns"), g("tflops")
+    memory = rate(g("gbs"), g("peak_share"), bool(g("above_peak")))
+    if not judged:
+        return memory
+    compute = rate(math.nan, math.nan, False, tflops, g("flops_share")) if tflops == tflops else "FLOP/s unknown"
+    if ns and g("mem_ns") >= MEMORY_SHOWN * ns and memory != "–":
+        return f"{compute} + {memory}"
+    return compute
 
 
 def headline_rows(d: TraceDiff) -> list[tuple[str, str, str, str]]:

@@ -23,10 +23,15 @@ import numpy as np
 import pandas as pd
 
 from kerneltui.analysis.compare.compile_facts import CompileFacts, compile_facts
-from kerneltui.analysis.compare.matches import matched_kernels
+from kerneltui.analysis.compare.matches import WORKING_COLUMNS, matched_kernels
 from kerneltui.analysis.compare.phases import PhaseRow, gpu_phases, phase_breakdown
 from kerneltui.analysis.compare.timing import Timing, Verdict, timing, verdict
-from kerneltui.analysis.compare.workload import Comparability, compare_workloads
+from kerneltui.analysis.compare.workload import (
+    Comparability,
+    compare_signatures,
+    reference_tensor,
+    workload_signature,
+)
 from kerneltui.analysis.provenance.join import gpu_records, matching_side, of_trace
 from kerneltui.analysis.provenance.records import Provenance
 from kerneltui.trace.model import Trace
@@ -55,8 +60,8 @@ class SideFacts:
     bound: str  # "gpu", "cpu" or "unknown"
     bytes: float  # moved through GPU memory per step/call; NaN when unknown
     bytes_known_share: float  # share of GPU time whose bytes are known
-    largest_tensor: float  # bytes of the largest tensor of a step/call
-    transfers: float  # bytes / largest tensor: "array-sized transfers"
+    largest_tensor: float  # bytes of the reference tensor, the same on both sides (workload.reference_tensor)
+    transfers: float  # bytes / largest_tensor: "array-sized transfers"
     gbs: float  # achieved bandwidth over the kernels with known bytes (GEMMs excluded)
     peak_gbs: float  # device peak, NaN when the device is not in the table
     record_shapes: bool
@@ -68,6 +73,7 @@ class SideFacts:
     dispatch_ns: float = math.nan  # the CPU dispatch span per step/call: the step's span on the CPU
     busy_in_steps: float | None = None  # GPU busy share of the spans (0-1), None with span_ns
     span_note: str = ""  # "" or why the span is no measure: "profiler-distorted", "unknown: ..."
+    reference_tensor: str = ""  # "[64, 3, 128, 128] bf16": the tensor transfers are counted in
 
 
 @dataclass(frozen=True)
@@ -91,7 +97,7 @@ class TraceDiff:
         return r - 1.0 if r == r else math.nan
 
     def to_dict(self) -> dict:
-        matches = self.matches.drop(columns=["a_rows", "b_rows", "a_host_copy", "b_host_copy"])
+        matches = self.matches.drop(columns=WORKING_COLUMNS)
         matches = matches.rename(columns={"a_keys": "a_kernels", "b_keys": "b_kernels"})
         matches = matches.assign(a_kernels=[list(k) for k in matches["a_kernels"]],
                                  b_kernels=[list(k) for k in matches["b_kernels"]])
@@ -121,8 +127,10 @@ def diff_traces(a: Trace, b: Trace, provenance: Provenance | None = None) -> Tra
     (a trace's own provenance block is used without it)."""
     ta, tb = compute_traffic(a), compute_traffic(b)
     time_a, time_b = timing(a), timing(b)
-    side_a, side_b = _side("A", a, ta, time_a), _side("B", b, tb, time_b)
-    comparable = compare_workloads(a, b)
+    sig_a, sig_b = workload_signature(a), workload_signature(b)
+    reference = reference_tensor(sig_a, sig_b)
+    side_a, side_b = _side("A", a, ta, time_a, reference), _side("B", b, tb, time_b, reference)
+    comparable = compare_signatures(sig_a, sig_b)
     attached = {"a": None, "b": None}
     side = matching_side(a, b, provenance) if provenance is not None else None
     if side is not None:
@@ -157,7 +165,7 @@ def _ratio(b: float | None, a: float | None) -> float:
     return b / a if a and b is not None and a == a and b == b else math.nan
 
 
-def _side(label: str, trace: Trace, traffic: Traffic, t: Timing) -> SideFacts:
+def _side(label: str, trace: Trace, traffic: Traffic, t: Timing, reference: tuple[float, str]) -> SideFacts:
     s = summarize(trace)
     g = trace.gpu
     its = trace.iterations
@@ -167,9 +175,7 @@ def _side(label: str, trace: Trace, traffic: Traffic, t: Timing) -> SideFacts:
     kernels = float((g["kind"].to_numpy()[counted] == Kind.KERNEL).sum()) / n
     known = tt["bytes"].notna().to_numpy()
     total_bytes = float(tt["bytes"].sum()) if known.any() else math.nan
-    # the largest tensor of each call, then the typical (median) call
-    largest = tt["largest"].groupby(g["iteration"].to_numpy()[counted]).max()
-    largest_tensor = float(largest.median()) if len(largest) and largest.notna().any() else math.nan
+    largest_tensor, reference_text = reference
     per_call = total_bytes / n
     # GB/s of the memory-bound work: not what is judged by FLOP/s, not copies over the host link
     rate = tt[known & tt["flops"].isna().to_numpy() & ~tt["basis"].astype(str).isin(["copy-h2d", "copy-d2h"]).to_numpy()]
@@ -196,6 +202,7 @@ def _side(label: str, trace: Trace, traffic: Traffic, t: Timing) -> SideFacts:
         bytes=per_call,
         bytes_known_share=traffic.known_share,
         largest_tensor=largest_tensor,
+        reference_tensor=reference_text,
         transfers=per_call / largest_tensor if largest_tensor and largest_tensor == largest_tensor else math.nan,
         gbs=gbs,
         peak_gbs=float(traffic.device.bandwidth_gbs) if traffic.device else math.nan,
@@ -227,26 +234,29 @@ def _compile_dict(f: CompileFacts) -> dict:
 
 
 def _with_rates(m: pd.DataFrame, a: SideFacts, b: SideFacts, ta: Traffic, tb: Traffic) -> pd.DataFrame:
-    """Transfers per call (in units of each side's largest tensor) and achieved rates per row."""
+    """Transfers per call (in units of the reference tensor) and achieved rates per row: FLOP/s of its
+    GEMMs, convolutions and attention, GB/s of the rest (matches.py)."""
     m = m.copy()
     for side, facts, traffic in (("a", a, ta), ("b", b, tb)):
+        device = traffic.device
         ns = m[f"{side}_ns"].to_numpy(np.float64)
         by = m[f"{side}_bytes"].to_numpy(np.float64)
-        fl = m[f"{side}_flops"].to_numpy(np.float64)
-        safe = np.where(ns > 0, ns, np.nan)
-        gemm = fl > 0
+        host = m[f"{side}_host_copy"].to_numpy(bool)
         m[f"{side}_transfers"] = by / facts.largest_tensor if facts.largest_tensor == facts.largest_tensor else np.nan
-        m[f"{side}_gbs"] = np.where(gemm, np.nan, by / safe)
-        m[f"{side}_tflops"] = np.where(gemm, fl / safe / 1e3, np.nan)
-        peak = traffic.device.bandwidth_gbs if traffic.device else np.nan
-        link = (traffic.device.host_link_gbs if traffic.device else None) or np.nan
-        # a host<->device copy against the host link (PCIe, C2C), everything else against HBM
-        m[f"{side}_peak_share"] = m[f"{side}_gbs"] / np.where(m[f"{side}_host_copy"].to_numpy(bool), link, peak)
-        # flagged when the row, or any one kernel in it, beat the peak (gemms are judged by FLOP/s)
-        fastest = np.where(gemm, np.nan, m[f"{side}_max_gbs"].to_numpy(np.float64))
-        m[f"{side}_above_peak"] = ((m[f"{side}_peak_share"] > 1.0) | (fastest / peak > 1.0)).to_numpy()
+        flop_ns = m[f"{side}_flop_ns"].to_numpy(np.float64)
+        m[f"{side}_tflops"] = m[f"{side}_flops"].to_numpy(np.float64) / np.where(flop_ns > 0, flop_ns, np.nan) / 1e3
+        # memory-bound work by GB/s; a row of host copies as a whole, against the host link
+        mem_ns = np.where(host, ns, m[f"{side}_mem_ns"].to_numpy(np.float64))
+        mem_bytes = np.where(host, by, m[f"{side}_mem_bytes"].to_numpy(np.float64))
+        m[f"{side}_gbs"] = mem_bytes / np.where(mem_ns > 0, mem_ns, np.nan)
+        peak = device.bandwidth_gbs if device else np.nan
+        link = (device.host_link_gbs if device else None) or np.nan
+        m[f"{side}_peak_share"] = m[f"{side}_gbs"] / np.where(host, link, peak)
+        # flagged when the row's memory-bound part, or any one kernel in it, beat the peak
+        m[f"{side}_above_peak"] = ((m[f"{side}_peak_share"] > 1.0)
+                                   | (m[f"{side}_max_gbs"].to_numpy(np.float64) / peak > 1.0)).to_numpy()
         tags = pd.unique(m[f"{side}_dtype"])
-        peaks = {t: (traffic.device.peak_tflops(t) if traffic.device else None) or np.nan for t in tags}
+        peaks = {t: (device.peak_tflops(t) if device else None) or np.nan for t in tags}
         m[f"{side}_flops_share"] = m[f"{side}_tflops"] / m[f"{side}_dtype"].map(peaks).to_numpy(np.float64)
     return m
 

@@ -1,9 +1,15 @@
 """Aligned rows -> the matched table every output shows: names, counts, times, bytes and FLOPs per step.
 
 One row per match; each GPU event of an aligned step is in exactly one row, so
-the table's times add up to each side's GPU time per step. Bytes and FLOPs of a
-row are known only when they are known for every kernel in it: a partial sum
-would make a bandwidth look higher than it was.
+the table's times add up to each side's GPU time per step. Bytes of a row are
+known only when they are known for every kernel in it: a partial sum would make
+a bandwidth look higher than it was.
+
+A row is rated twice over: its GEMMs, convolutions, attention and templates by
+FLOP/s (``flops`` over ``flop_ns``, the time of those kernels whose FLOPs are
+known), whatever rides in the row with them (a cuBLAS memset, cuDNN's padding
+kernels); the rest by GB/s (``mem_bytes`` over ``mem_ns``, known only when every
+such kernel's bytes are).
 """
 
 from __future__ import annotations
@@ -15,12 +21,17 @@ import pandas as pd
 
 from kerneltui.analysis.compare.align import Row, Side, align
 from kerneltui.analysis.compare.anchors import event_roles
+from kerneltui.analysis.traffic import FLOP_BASES
 from kerneltui.analysis.provenance.split import SideProvenance
 
 MATCH_COLUMNS = ["kind", "phase", "name", "a_name", "b_name", "a_keys", "b_keys", "a_count", "b_count", "a_ns",
                  "b_ns", "delta_ns", "a_bytes", "b_bytes", "a_flops", "b_flops", "a_dtype", "b_dtype", "a_largest",
                  "b_largest", "a_max_gbs", "b_max_gbs", "confidence", "reason", "region", "a_rows", "b_rows",
-                 "a_host_copy", "b_host_copy"]
+                 "a_host_copy", "b_host_copy", "a_flop_ns", "b_flop_ns", "a_mem_bytes", "b_mem_bytes", "a_mem_ns",
+                 "b_mem_ns", "a_judged_ns", "b_judged_ns"]
+# per-row working columns the outputs do not show (the rows' rates are made from them)
+WORKING_COLUMNS = ["a_rows", "b_rows", "a_host_copy", "b_host_copy", "a_flop_ns", "b_flop_ns", "a_mem_bytes",
+                   "b_mem_bytes", "a_mem_ns", "b_mem_ns", "a_judged_ns", "b_judged_ns"]
 NAMED = 2  # kernels named in a row's title before "+ N more"
 
 
@@ -38,8 +49,10 @@ class SideColumns:
         self.flops = t["flops"].to_numpy(np.float64)
         self.largest = t["largest"].to_numpy(np.float64)
         self.dtype = t["dtype"].astype(str).to_numpy()
+        basis = t["basis"].astype(str)
         # host<->device copies are judged against the host link, not HBM
-        self.host_copy = t["basis"].astype(str).isin(["copy-h2d", "copy-d2h"]).to_numpy()
+        self.host_copy = basis.isin(["copy-h2d", "copy-d2h"]).to_numpy()
+        self.by_flops = basis.isin(list(FLOP_BASES)).to_numpy()  # judged by FLOP/s, whether or not known
 
 
 def match_table(rows: list[Row], a: SideColumns, b: SideColumns, pairs: int) -> pd.DataFrame:
@@ -63,8 +76,17 @@ def _record(row: Row, a: SideColumns, b: SideColumns, pairs: int) -> dict:
         rec[f"{label}_count"] = len(rr) / pairs
         rec[f"{label}_ns"] = float(side.dur[rr].sum()) / pairs
         rec[f"{label}_bytes"] = _known_sum(side.bytes[rr]) / pairs
-        rec[f"{label}_flops"] = _known_sum(side.flops[rr]) / pairs
-        rec[f"{label}_dtype"] = side.dtype[rr[0]] if len(rr) else ""
+        compute = rr[side.by_flops[rr] & (side.flops[rr] == side.flops[rr])]  # FLOP-judged, FLOPs known
+        rec[f"{label}_flops"] = float(side.flops[compute].sum()) / pairs if len(compute) else np.nan
+        rec[f"{label}_flop_ns"] = float(side.dur[compute].sum()) / pairs
+        memory = rr[~side.by_flops[rr] & ~side.host_copy[rr]]
+        rec[f"{label}_mem_bytes"] = _known_sum(side.bytes[memory]) / pairs
+        rec[f"{label}_mem_ns"] = float(side.dur[memory].sum()) / pairs
+        # the dtype the row is rated in: its longest FLOP-judged kernel's, else its first kernel's
+        judged = rr[side.by_flops[rr]]
+        rec[f"{label}_judged_ns"] = float(side.dur[judged].sum()) / pairs  # FLOP-judged, known or not
+        rec[f"{label}_dtype"] = (side.dtype[judged[np.argmax(side.dur[judged])]] if len(judged)
+                                 else side.dtype[rr[0]] if len(rr) else "")
         rec[f"{label}_largest"] = float(np.nanmax(side.largest[rr])) if len(rr) and np.isfinite(side.largest[rr]).any() else np.nan
         rec[f"{label}_max_gbs"] = _fastest(side, rr)
         rec[f"{label}_host_copy"] = bool(len(rr)) and bool(side.host_copy[rr].all())

@@ -191,7 +191,10 @@ def workload_signature(trace: Trace) -> WorkloadSignature:
 
 
 def compare_workloads(a: Trace, b: Trace) -> Comparability:
-    sa, sb = workload_signature(a), workload_signature(b)
+    return compare_signatures(workload_signature(a), workload_signature(b))
+
+
+def compare_signatures(sa: WorkloadSignature, sb: WorkloadSignature) -> Comparability:
     differences: list[str] = []
     evidence: dict = {"a": sa.to_dict(), "b": sb.to_dict()}
     both_shapes = sa.shapes_recorded and sb.shapes_recorded
@@ -221,6 +224,26 @@ def compare_workloads(a: Trace, b: Trace) -> Comparability:
         missing = " and ".join(side for side, s in (("A", sa), ("B", sb)) if not s.shapes_recorded)
         notes.insert(0, f"cannot tell: no input shapes recorded in {missing} (profile with record_shapes=True)")
     return Comparability(ok, tuple(differences + notes), evidence)
+
+
+TAG_SIZE = {tag: size for size, tag in ITEMSIZE.values()}
+
+
+def reference_tensor(sa: WorkloadSignature, sb: WorkloadSignature) -> tuple[float, str]:
+    """(bytes, "[64, 3, 128, 128] bf16") of the tensor both sides' transfers are counted in.
+
+    A tensor the traces recorded, the same for both sides, so bytes and transfers move together:
+    the largest (in bytes) that both recorded, with its dtype; failing that, the larger of each
+    side's largest. (nan, "") where neither recorded a tensor of known dtype."""
+    def sized(sig: WorkloadSignature) -> dict[tuple, int]:
+        return {(shape, tag): _numel(shape) * TAG_SIZE[tag] for shape, tags in sig.tensors.items()
+                for tag in tags if tag in TAG_SIZE}
+    ta, tb = sized(sa), sized(sb)
+    pool = {k: v for k, v in ta.items() if k in tb} or {**ta, **tb}
+    if not pool:
+        return float("nan"), ""
+    (shape, tag), size = max(pool.items(), key=lambda kv: (kv[1], kv[0]))
+    return float(size), f"{_dims(shape)} {tag}"
 
 
 def _outermost(trace: Trace, rows: np.ndarray) -> np.ndarray:

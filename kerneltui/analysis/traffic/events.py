@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from kerneltui.analysis.traffic.ops import BASIS, FLOP_BASES, OFF_HBM_BASES, op_traffic
-from kerneltui.analysis.traffic.records import short_op
+from kerneltui.analysis.traffic.records import ITEMSIZE, short_op
 from kerneltui.trace.devices import DeviceSpec, device_spec
 from kerneltui.trace.model import parse_shapes
 from kerneltui.trace.schema import Kind
@@ -121,6 +121,70 @@ def _parse_ops(trace: Trace, op_rows: np.ndarray) -> pd.DataFrame:
     return pd.DataFrame(records, columns=["bytes", "flops", "largest", "basis", "dtype"], index=op_rows)
 
 
+# Fused optimizers: bytes per byte of parameters (params, grads and states read, params and states
+# written: Adam(W) reads p, g, m, v and writes p, m, v); SGD without momentum 3.
+FUSED_OPTIMIZERS = {"_fused_adam_": 7, "_fused_adamw_": 7, "_fused_sgd_": 5, "_fused_adagrad_": 5}
+AMSGRAD_AT = 11  # _fused_adam(w)_(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, lr,
+#                  beta1, beta2, weight_decay, eps, amsgrad, ...): max_exp_avg_sqs read and written too
+MOMENTUM_AT = 4  # _fused_sgd_(params, grads, momentum_buffer_list, weight_decay, momentum, ...)
+ACCUMULATE_GRAD = "torch::autograd::AccumulateGrad"
+
+
+def _fused_optimizers(trace: Trace, ops: pd.DataFrame) -> pd.DataFrame:
+    """Bytes of fused optimizer steps (``_fused_adamw_``...), whose tensor lists the record drops.
+
+    Kineto records a TensorList of more than 30 tensors as empty (torch 2.13), and never its dtype.
+    The lists are the parameters that received a gradient in the step, each once: the step's
+    ``AccumulateGrad`` ops record each gradient's shape and dtype. Known only for a step that runs
+    one fused optimizer call (more would be param groups of unknown sizes)."""
+    ev = trace.events
+    names = trace.names_of(ev["name"].to_numpy()[ops.index.to_numpy()])
+    fused = np.array([short_op(str(n)) in FUSED_OPTIMIZERS for n in names], bool)
+    if not fused.any():
+        return ops
+    its = trace.iterations
+    rows = ops.index.to_numpy()[fused]
+    step = its.assign(ev["ts"].to_numpy()[rows])
+    params = _parameter_bytes(trace)
+    calls = np.bincount(step[step >= 0], minlength=its.count)
+    ops = ops.copy()
+    for row, k, name in zip(rows.tolist(), step.tolist(), names[fused]):
+        if k < 0 or calls[k] != 1 or not params.get(k):
+            continue
+        op = short_op(str(name))
+        factor = FUSED_OPTIMIZERS[op]
+        concrete = (trace.shapes(row) or {}).get("concrete") or []
+        if op in ("_fused_adam_", "_fused_adamw_") and len(concrete) > AMSGRAD_AT and concrete[AMSGRAD_AT] == "True":
+            factor += 2
+        if op == "_fused_sgd_" and len(concrete) > MOMENTUM_AT and concrete[MOMENTUM_AT] in ("0", "0.0", "0."):
+            factor -= 2
+        size, tag = params[k]
+        ops.loc[row, ["bytes", "largest", "basis", "dtype"]] = [float(factor * size), np.nan, "optimizer", tag]
+    return ops
+
+
+def _parameter_bytes(trace: Trace) -> dict[int, tuple[int, str]]:
+    """Per step: bytes of the gradients its AccumulateGrad ops received, and their dtype tag."""
+    ev = trace.events
+    codes = [i for i, n in enumerate(trace.names) if n == ACCUMULATE_GRAD]
+    if not codes:
+        return {}
+    rows = np.flatnonzero(np.isin(ev["name"].to_numpy(), codes) & (ev["kind"].to_numpy() == Kind.CPU_OP))
+    step = trace.iterations.assign(ev["ts"].to_numpy()[rows])
+    out: dict[int, list] = {}
+    for row, k in zip(rows.tolist(), step.tolist()):
+        shapes = trace.shapes(row) or {}
+        dims, types = shapes.get("dims") or [], shapes.get("types") or []
+        if k < 0 or not dims or not types or types[0] not in ITEMSIZE or not isinstance(dims[0], list):
+            continue
+        size, tag = ITEMSIZE[types[0]]
+        entry = out.setdefault(k, [0, tag])
+        entry[0] += int(np.prod(dims[0], dtype=np.int64)) * size
+        if entry[1] != tag:
+            entry[1] = ""  # mixed dtypes: the bytes stand, no one dtype
+    return {k: (v[0], v[1]) for k, v in out.items()}
+
+
 def compute_traffic(trace: Trace, device_name: str | None = None) -> Traffic:
     """Bytes, FLOPs and achieved bandwidth for every GPU event of a trace.
 
@@ -141,7 +205,7 @@ def compute_traffic(trace: Trace, device_name: str | None = None) -> Traffic:
     basis = np.full(len(g), "no-op", dtype=object)
     dtype = np.full(len(g), "", dtype=object)
     if is_kernel.any():
-        ops = _parse_ops(trace, np.unique(op_row[is_kernel]))
+        ops = _fused_optimizers(trace, _parse_ops(trace, np.unique(op_row[is_kernel])))
         rows = op_row[is_kernel]
         # an op's bytes and FLOPs are shared among its kernels by duration
         op_dur = pd.Series(dur[is_kernel]).groupby(rows).transform("sum").to_numpy()

@@ -80,7 +80,7 @@ FILLS = frozenset({"zeros", "zero", "full", "fill", "ones", "empty", "arange", "
 
 # basis of each event's figure, shown as the "how" of a number
 BASIS = ("memcpy", "memset", "eager", "inductor", "gemm", "cuda-graph", "no-op", "no-shapes", "conv", "attention",
-         "template", "reduction", "loss", "gather", "norm", "pool", "no-dtype", "no-rule", "copy-h2d", "copy-d2h",
+         "optimizer", "template", "reduction", "loss", "gather", "norm", "pool", "no-dtype", "no-rule", "copy-h2d", "copy-d2h",
          "copy-p2p", "copy-h2h", "copy-unknown")
 # judged by FLOP/s, not GB/s: their bytes are what they must move at least, not a bandwidth
 FLOP_BASES = frozenset({"gemm", "conv", "attention", "template"})
@@ -95,6 +95,27 @@ class OpTraffic:
     largest: float  # bytes of the largest tensor argument (or output)
     basis: str
     dtype: str  # tag of the widest tensor (f32, bf16...), "" if none
+
+
+GATHER_TOKENS = frozenset({"embedding", "index", "gather"})
+INDEX_TAGS = frozenset({"i64", "i32"})
+
+
+def _inductor_gather(name: str, tensors: list[tuple[list[int], int, str]]) -> float | None:
+    """Bytes of an Inductor kernel that gathers rows by index (``triton_poi_fused_embedding_0``), or None.
+
+    It lists the whole table among its buffers but reads at most one row per index: a [V, D] buffer
+    larger than (indices x D) counts as indices x D elements. Its other buffers count once."""
+    if not GATHER_TOKENS.intersection(_tokens(name)):
+        return None
+    indices = max((_numel(s) for s, _, tag in tensors if tag in INDEX_TAGS), default=0)
+    if not indices:
+        return None
+    total = 0
+    for shape, size, tag in tensors:
+        rows_read = indices * shape[-1] if tag not in INDEX_TAGS and len(shape) >= 2 else None
+        total += min(_numel(shape), rows_read) * size if rows_read is not None else _numel(shape) * size
+    return float(total)
 
 
 def _shape_changing(name: str) -> bool:
@@ -135,6 +156,9 @@ def op_traffic(op_name: str, shapes: dict | None, inductor: bool) -> OpTraffic:
     if inductor:
         if name.startswith("triton_tem_"):
             return result(_template(name, tensors), "template")
+        gathered = _inductor_gather(name, tensors)
+        if gathered is not None:
+            return OpTraffic(gathered, math.nan, largest, "gather", dtype)
         # A kernel with a single buffer updates it in place (Inductor's in_out_ptr): it is read
         # and written, though listed once (doc section 6, the GELU case), unless it is a fill.
         total = 2 * sizes[0] if len(sizes) == 1 and not FILLS.intersection(_tokens(name)) else sum(sizes)
