@@ -15,7 +15,7 @@ import textwrap
 import orjson
 
 from kerneltui.terminal_text import json_safe, printable, printable_lines
-from kerneltui.analysis.compare.diff import SideFacts, TraceDiff
+from kerneltui.analysis.compare.diff import KNOWN_ENOUGH, SideFacts, TraceDiff
 from kerneltui.units import distinct_cuts, ellipsize, fmt_bytes, fmt_ns
 
 WIDTH = 80
@@ -78,7 +78,9 @@ def side_rate(m, side: str) -> str:
 
 
 def headline_rows(d: TraceDiff) -> list[tuple[str, str, str, str]]:
-    """(fact, A, B, B/A) rows of the text formats, trace text made printable."""
+    """(fact, A, B, B/A) rows of the text formats, trace text made printable.
+
+    Every figure is named for what it measures; a figure the profiler distorts gets no ratio."""
     a, b, r = d.a, d.b, d.ratios
     unit = b.unit
     cpu_known = r.get("cpu_ns") == r.get("cpu_ns")
@@ -86,15 +88,48 @@ def headline_rows(d: TraceDiff) -> list[tuple[str, str, str, str]]:
         ("device", printable(a.device), printable(b.device), ""),
         (f"{unit}s", *(printable(f"{s.iterations} ({source_label(s)})") for s in (a, b)), ""),
         (f"launches/{unit}", num(a.launches), num(b.launches), ratio(r["launches"])),
-        (f"wall time/{unit}", fmt_ns(a.wall_ns), fmt_ns(b.wall_ns), ratio(r["wall_ns"])),
+        (f"span/{unit}", span_text(a), span_text(b), ratio(r.get("span_ns"))),
         (f"GPU time/{unit}", fmt_ns(a.gpu_ns), fmt_ns(b.gpu_ns), ratio(r["gpu_ns"])),
-        ("GPU busy", f"{100 * a.busy_share:.1f}%", f"{100 * b.busy_share:.1f}%", ""),
-        (f"CPU time/{unit}", fmt_ns(a.cpu_ns), fmt_ns(b.cpu_ns), ratio(r["cpu_ns"]) if cpu_known else "not compared"),
+        (f"GPU busy in {unit}s", busy_text(a), busy_text(b), ""),
+        (f"CPU dispatch/{unit}", fmt_ns(a.dispatch_ns), fmt_ns(b.dispatch_ns), PROFILED),
+        (f"CPU ops/{unit}", fmt_ns(a.cpu_ns), fmt_ns(b.cpu_ns), PROFILED if cpu_known else "not compared"),
         ("bound by", _bound(a), _bound(b), ""),
-        (f"bytes moved/{unit}", nbytes(a.bytes), nbytes(b.bytes), ratio(r["bytes"])),
+        (f"bytes moved/{unit}", bytes_text(a), bytes_text(b), ratio(r["bytes"])),
         ("array-sized transfers", num(a.transfers, 1), num(b.transfers, 1), ratio(r["transfers"])),
         ("achieved bandwidth", _side_bw(a), _side_bw(b), ""),
     ]
+
+
+PROFILED = "profiled"  # the ratio column of CPU figures: the profiler inflates them, so no ratio
+
+
+def span_text(s: SideFacts) -> str:
+    """'467.7µs', '122.7µs distorted' (CPU-paced under the profiler), 'unknown' (every step held start-up)."""
+    if s.span_ns is None:
+        return "unknown"
+    return fmt_ns(s.span_ns) + (" distorted" if s.span_note == "profiler-distorted" else "")
+
+
+def busy_text(s: SideFacts) -> str:
+    return "unknown" if s.busy_in_steps is None else f"{100 * s.busy_in_steps:.1f}%"
+
+
+def bytes_text(s: SideFacts) -> str:
+    """'2.2 GB', '2.2 GB, 96% known' where some kernels have no byte rule."""
+    if s.bytes != s.bytes:
+        return "–"
+    if s.bytes_known_share < KNOWN_ENOUGH:
+        return f"{nbytes(s.bytes)}, {100 * s.bytes_known_share:.0f}% known"
+    return nbytes(s.bytes)
+
+
+def reference_line(d: TraceDiff) -> str:
+    """What the transfers are counted in: 'transfers: bytes / [64, 3, 128, 128] bf16 (3.1 MB), ...'."""
+    if not d.a.reference_tensor:
+        return ""
+    return (f"transfers: bytes in units of {d.a.reference_tensor} ({nbytes(d.a.largest_tensor)}), the largest "
+            "tensor both traces recorded; span: what a timer sees of a step, GPU work queued from the step "
+            "before left out; 'distorted': the profiled CPU paced it (no ratio)")
 
 
 def _bound(s: SideFacts) -> str:
@@ -131,6 +166,8 @@ def as_table(d: TraceDiff, top: int | None = None) -> str:
     lines.append(f"{'':<22}{'A':<22}{'B':<22}{'B/A':>8}")
     for fact, a, b, r in rows:
         lines.append(f"{fact:<22}{ellipsize(a, 21):<22}{ellipsize(b, 21):<22}{r:>8}".rstrip())
+    if reference_line(d):
+        lines += _wrap(reference_line(d))
     lines.append("")
     if d.comparable.ok is False:
         lines += _wrap("NOT COMPARABLE: " + "; ".join(d.comparable.reasons))
@@ -195,6 +232,8 @@ def as_markdown(d: TraceDiff, top: int | None = None) -> str:
     lines += ["| | A | B | B/A |", "|---|---|---|---|"]
     for fact, a, b, r in headline_rows(d):
         lines.append(f"| {fact} | {_md(a)} | {_md(b)} | {r} |")
+    if reference_line(d):
+        lines += ["", _md(reference_line(d))]
     unit = d.b.unit
     if len(d.phases) > 1:
         lines += ["", f"| phase | A launches | B launches | A GPU/{unit} | B GPU/{unit} |", "|---|---:|---:|---:|---:|"]

@@ -25,13 +25,15 @@ def test_diff_of_the_example_pair_at_80x24(terminal):
     assert lines[1].rstrip() == " B is 1.68x faster (GPU time per call 4.26 → 2.53 µs). Every profiled call of A"
     assert lines[2].rstrip() == " and B held the profiler's start-up, so whether the CPU decides is unknown."
     assert lines[3].rstrip() == "           A add_relu_1M_eager.json.gz     B add_relu_1M_compiled.json.gz   B/A"
-    assert lines[4].rstrip() == " GPU·wall  4.26µs · 452.9µs/call           2.53µs · 917.1µs/call          0.59x"
-    assert lines[6].rstrip() == "kernel (A → B)                                 n/call      GPU µs/call      Δ µs"
+    # one profiled call each, holding the profiler's start-up: its span is unknown, not the CPU's window
+    assert lines[4].rstrip() == " GPU·span  4.26µs · unknown                2.53µs · unknown               0.59x"
+    assert lines[5].startswith("▔rows: largest change first▔")  # the order, in words, and its arrow below
+    assert lines[6].rstrip() == "kernel (A → B)                                 n/call      GPU µs/call     Δ µs▼"
     assert lines[7].rstrip() == "add + clamp_min → triton_poi_fused_add_relu_0   2 → 1      4.26 → 2.53     -1.73"
     assert any(line.startswith(" fused · high: all of the forward's kernels on both sides") for line in lines)
     assert any(line.startswith("A add_relu_…│╵0 ") for line in lines)
     assert any(line.startswith("B add_relu_…│╵0 ") for line in lines)
-    assert lines[-1].rstrip() == " ? Help  / Search  d Sort by Δ  i Not compared  q Quit  ^p palette"
+    assert lines[-1].rstrip() == " ? Help  / Search  d Sort by Δ  i Verdict  q Quit  ^p palette"
     assert all(len(line) <= 80 for line in lines) and len(lines) == 24
 
     t.keys("s")

@@ -9,6 +9,7 @@ import pytest
 from kerneltui.errors import TraceError
 from kerneltui.trace import load_trace
 from kerneltui.tui.diff.app import build_app
+from kerneltui.tui.diff.panels import RowPanel, VerdictPanel
 from kerneltui.tui.diff.screen import DiffScreen
 from kerneltui.tui.diff.table import MatchTable
 from kerneltui.tui.diff.timelines import PairedTimelines
@@ -55,7 +56,12 @@ async def test_example_pair_says_plainly_two_kernels_to_one_and_five_transfers_t
             "20.0 MB → 12.0 MB", "4,699 GB/s 98%! → 4,747 GB/s 99%",
         ]
         detail = text_of(app, "#match-detail")
-        assert detail.startswith("fused · high: all of the forward's kernels on both sides (no library call to align on)")
+        # the reason is cut after a whole clause at 80 columns, and says where the rest is
+        assert detail.startswith("fused · high: all of the forward's kernels on both sides … (⏎ the row)\n")
+        # the sides at 80x24: GPU time and span; a single profiled call has no span
+        widget = app.screen.query_one("#diff-sides")
+        sides = "\n".join(line.text for line in widget.render_lines(widget.region.reset_offset))
+        assert "4.26µs · unknown" in sides and "2.53µs · unknown" in sides
 
 
 async def test_sides_show_the_same_numbers_as_the_report():
@@ -63,18 +69,39 @@ async def test_sides_show_the_same_numbers_as_the_report():
         sides = app.screen.query_one("#diff-sides")
         lines = [line.text.rstrip() for line in sides.render_lines(sides.region.reset_offset)]
         text = "\n".join(lines)
-        for fact in ("2 per call", "1 per call", "0.50x", "4.26µs/call, busy 0.2%", "2.53µs/call, busy 0.1%",
-                     "0.59x", "not compared", "5 transfers = 20.0 MB", "3 transfers = 12.0 MB", "0.60x",
+        for fact in ("2 per call", "1 per call", "0.50x", "4.26µs/call", "2.53µs/call", "unknown (start-up in every call)",
+                     "dispatch 452.9µs/call", "dispatch 917.1µs/call", "profiled",
+                     "0.59x", "5 transfers = 20.0 MB", "3 transfers = 12.0 MB", "0.60x",
                      "4,699 GB/s, 98% of peak", "NVIDIA H200", "1 (whole trace)"):
             assert fact in text, fact
+        assert "busy" not in text  # GPU busy of the profiler's window is no figure to read
 
 
 async def test_launch_bound_is_stated_not_a_speed_up():
     async with opened(*pair("add_relu_100")) as (app, pilot):
         verdict = app.screen.query_one("#diff-verdict")
         assert verdict.has_class("-slower")
+        # four lines of verdict do not fit 80x24: its one-line form, never a sentence cut in two
+        assert text_of(app, "#diff-verdict") == ("CPU-bound: B slower end to end, at least 1.35x (CPU ops 37.6 → 152.2 "
+                                                 "µs)  i: the whole verdict")
+    async with opened(*pair("add_relu_100"), size=(120, 40)) as (app, pilot):
         assert text_of(app, "#diff-verdict").startswith("CPU-bound: B's GPU time fell 1.89 → 0.72 µs per call")
         assert "B is slower end to end, at least 1.35x" in text_of(app, "#diff-verdict")
+
+
+async def test_i_opens_the_verdict_as_a_panel_that_escape_and_i_close():
+    async with opened(*pair("add_relu_100")) as (app, pilot):
+        await pilot.press("i")
+        panel = app.screen
+        assert isinstance(panel, VerdictPanel)
+        text = " ".join(panel.plain(200).split())
+        assert "CPU-bound: B's GPU time fell 1.89 → 0.72 µs per call, but launching takes 37.6 → 152.2 µs" in text
+        assert "span/call" in text and "distorted" in text
+        await pilot.press("i")  # its own key closes it: a second press never stacks another
+        assert isinstance(app.screen, DiffScreen)
+        await pilot.press("i")
+        await pilot.press("escape")
+        assert isinstance(app.screen, DiffScreen)
 
 
 async def test_timelines_start_aligned_on_one_scale_and_zoom_together():
@@ -138,7 +165,27 @@ async def test_moving_the_cursor_marks_the_rows_kernels_on_both_timelines():
         assert int(a._marked.sum()) == 3 and int(b._marked.sum()) == 3
 
 
-async def test_enter_on_a_row_zooms_both_timelines_to_its_kernels():
+async def test_enter_opens_the_row_with_both_sides_kernels():
+    async with opened(*pair("mlp_bf16"), size=(80, 24)) as (app, pilot):
+        table = app.screen.query_one(MatchTable)
+        names = [table.cells(i)[0] for i in range(table.row_count())]
+        table.move_cursor(names.index("gelu → triton_poi_fused_gelu_view_1"))
+        await pilot.pause()
+        await pilot.press("enter")
+        panel = app.screen
+        assert isinstance(panel, RowPanel)
+        text = panel.plain(200)
+        assert "why: what A ran between two library calls, and what B ran between the same two" in text
+        # A's GELU kernel and B's fused one, with the op, the source line and module (with_stack), µs, bytes
+        assert "vectorized_elementwise_kernel<GeluCUDAKernelImpl>[bf16]" in text
+        assert "op aten::gelu" in text
+        assert "gpu_corpus.py(" in text and "MLP_0" in text
+        assert "triton_poi_fused_gelu_view_1" in text
+        await pilot.press("escape")
+        assert isinstance(app.screen, DiffScreen)
+
+
+async def test_z_on_a_row_zooms_both_timelines_to_its_kernels():
     async with opened(*pair("mlp_bf16"), size=(200, 50)) as (app, pilot):
         table = app.screen.query_one(MatchTable)
         a, b = timelines(app)
@@ -146,7 +193,7 @@ async def test_enter_on_a_row_zooms_both_timelines_to_its_kernels():
         table.move_cursor(names.index("gelu → triton_poi_fused_gelu_view_1"))
         await pilot.pause()
         whole = a.window
-        await pilot.press("enter")
+        await pilot.press("z")
         await pilot.pause()
         view = app.screen.view
         spans = []
@@ -244,7 +291,7 @@ async def test_search_filters_rows_n_walks_them_and_b_goes_back():
         names = [table.cells(i)[0] for i in range(table.row_count())]
         assert table.row_count() < everything and all("gelu" in h.lower() for h in
                                                         (screen.view.haystack[i] for i in table.order))
-        assert str(table.border_title) == f"{table.row_count()} of {everything} rows match"
+        assert str(table.border_title) == f"{table.row_count()} of {everything} rows match · rows: largest change first"
         first = table.current_match()
         await pilot.press("n")
         assert table.row_count() == 1 or table.current_match() != first
@@ -254,6 +301,23 @@ async def test_search_filters_rows_n_walks_them_and_b_goes_back():
         assert table.current_match() == first
         await pilot.press("escape")
         assert table.row_count() == everything and names
+
+
+async def test_the_sort_is_said_in_words_and_its_arrow_points_the_way_values_go():
+    async with opened(*pair("mlp_bf16")) as (app, pilot):
+        table = app.screen.query_one(MatchTable)
+        # the rows arrive largest change (|Δ|) first: the Δ column's arrow points down, and the title says so
+        assert str(table.border_title) == "rows: largest change first"
+        assert (table.sort_column, table.sort_arrow()) == ("delta", "▼")
+        await pilot.press("d")
+        assert str(table.border_title) == "rows: largest saving first"
+        assert (table.sort_column, table.sort_arrow()) == ("delta", "▲")
+        deltas = [table.row(i).delta_ns for i in range(table.row_count())]
+        assert deltas == sorted(deltas)
+        await pilot.press("d")
+        assert str(table.border_title) == "rows: largest loss first"
+        await pilot.press("m")  # the match column is hidden at 80 columns: the title still says it
+        assert str(table.border_title) == "rows: by match"
 
 
 async def test_y_copies_the_rows_full_kernel_names():

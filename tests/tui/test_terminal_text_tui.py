@@ -214,12 +214,15 @@ async def test_diff_screen_shows_escaped_text_and_no_markup(tmp_path):
             assert all(not unsafe_in(lane.label) and not any(map(unsafe_in, lane.labels)) for lane in timeline.lanes)
         assert drawn.startswith(r"B b\x1b[31m…│")  # the origin label of timeline B, cut to its 12 cells
 
-        await pilot.press("i")  # the notes as a notification: device names quoted, markup off
+        await pilot.press("i")  # the verdict and notes as a panel of Rich Text: device names escaped, markup off
         await pilot.pause()
-        notes = list(app._notifications)
-        assert notes and not any(n.markup for n in notes)  # [link=...] in a note stays text
-        assert all(not unsafe_in(n.message) for n in notes)
-        assert any("[link=https://evil.example]click[/link]" in n.message for n in notes)
+        text = app.screen.plain(400)
+        assert not unsafe_in(text)
+        assert "[link=https://evil.example]click[/link]" in text  # [link=...] in a note stays text
+        assert_frame_inert(app)
+        await pilot.press("escape", "enter")  # the row panel: kernel names and ops from the trace
+        await pilot.pause()
+        assert not unsafe_in(app.screen.plain(400))
         assert_frame_inert(app)
 
 

@@ -43,6 +43,7 @@ class Side:
     phase: np.ndarray  # "forward", "backward", "optimizer", ... per row
     order: np.ndarray  # rows sorted by launch order
     provenance: SideProvenance | None = None  # Inductor's record per row, where a capture kept it
+    compiled: bool = False  # the side ran compiled code (regions, Triton kernels, graph replays)
 
 
 @dataclass
@@ -83,17 +84,65 @@ def _align_phase(a: Side, b: Side, ra: np.ndarray, rb: np.ndarray, phase: str) -
         rows.append(row)
     moved_a, moved_b = set(moved_a), set(moved_b)
     prev = (-1, -1, True)
+    segments: list[Segment] = []
+    anchors: list[Row] = []
     for ia, ib, exact in [*matched, (len(items_a), len(items_b), True)]:
         seg_a = [r for i in range(prev[0] + 1, ia) if i not in moved_a for r in items_a[i]]
         seg_b = [r for i in range(prev[1] + 1, ib) if i not in moved_b for r in items_b[i]]
-        bounded = prev[2] and exact
         anchored = prev[0] >= 0 or ia < len(items_a)  # a library call on at least one end
-        rows += _segment_rows(a, b, seg_a, seg_b, phase, bounded, anchored)
+        segments.append(Segment(seg_a, seg_b, prev[2] and exact, anchored))
         if ia < len(items_a):
-            rows.append(_anchor_row(a, b, items_a[ia], items_b[ib], phase, exact))
+            anchors.append(_anchor_row(a, b, items_a[ia], items_b[ib], phase, exact))
         prev = (ia, ib, exact)
+    if a.compiled or b.compiled:
+        _rejoin_moved_work(a, b, segments)
+    for i, segment in enumerate(segments):  # in sequence order: segment, anchor, segment, ...
+        rows += _segment_rows(a, b, segment, phase)
+        if i < len(anchors):
+            rows.append(anchors[i])
     _absorb_epilogues(a, b, rows)
     return rows
+
+
+@dataclass
+class Segment:
+    """What A and B ran between the same two matched library calls."""
+
+    a_rows: list[int]
+    b_rows: list[int]
+    bounded: bool  # both library calls around it matched by identity
+    anchored: bool  # a library call on at least one end
+    moved: str = ""  # how work from a neighbouring segment joined it
+
+
+def _rejoin_moved_work(a: Side, b: Side, segments: list[Segment]) -> None:
+    """Work one side runs between two library calls and the other runs nothing for there, next to a
+    segment where both ran something: Inductor moved it across a library call (it schedules its
+    graph's kernels freely around the extern calls), so it joins that neighbour rather than read
+    as removed (A) or new (B). The neighbour where the empty side ran relatively the most wins."""
+    for i, seg in enumerate(segments):
+        lonely = "a" if seg.a_rows and not seg.b_rows else "b" if seg.b_rows and not seg.a_rows else ""
+        if not lonely:
+            continue
+        other = "b" if lonely == "a" else "a"
+        keys = {"a": a.keys, "b": b.keys}
+        candidates = []
+        for j in (i - 1, i + 1):
+            if 0 <= j < len(segments):
+                near = segments[j]
+                if near.a_rows and near.b_rows and keys["a"][near.a_rows].tolist() != keys["b"][near.b_rows].tolist():
+                    mine, theirs = getattr(near, f"{lonely}_rows"), getattr(near, f"{other}_rows")
+                    candidates.append((len(theirs) / len(mine), j == i + 1, j))
+        if not candidates:
+            continue
+        _, _, j = max(candidates)
+        near = segments[j]
+        getattr(near, f"{lonely}_rows").extend(getattr(seg, f"{lonely}_rows"))
+        getattr(seg, f"{lonely}_rows").clear()
+        side = "A" if lonely == "a" else "B"
+        near.moved = (f"; with {side}'s work from across the {'next' if j < i else 'previous'} library call, "
+                      f"where {'B' if side == 'A' else 'A'} runs nothing (Inductor moved it)")
+        near.bounded = False
 
 
 def _items(side: Side, rows: np.ndarray) -> list[list[int]]:
@@ -191,24 +240,28 @@ def _unfreeze(value):
     return [_unfreeze(v) for v in value] if isinstance(value, tuple) else value
 
 
-def _segment_rows(a: Side, b: Side, seg_a: list[int], seg_b: list[int], phase: str, bounded: bool,
-                  anchored: bool) -> list[Row]:
+def _segment_rows(a: Side, b: Side, segment: Segment, phase: str) -> list[Row]:
+    seg_a, seg_b = segment.a_rows, segment.b_rows
     if not seg_a and not seg_b:
         return []
     rows = []
-    confidence = "high" if bounded else "medium"
-    where = "between these library calls" if anchored else "here"
+    confidence = "high" if segment.bounded else "medium"
+    where = "between these library calls" if segment.anchored else "here"
     if seg_a and not seg_b:
         rows.append(Row("only A", phase, seg_a, [], f"removed: B runs nothing {where}", confidence))
     elif seg_b and not seg_a:
         rows.append(Row("only B", phase, [], seg_b, f"new in B: A runs nothing {where}", confidence))
-    elif seg_a and seg_b:
-        if a.keys[seg_a].tolist() == b.keys[seg_b].tolist():
-            rows.append(Row("same", phase, seg_a, seg_b, "same kernels in the same place"))
-        else:
-            what = ("what A ran between two library calls, and what B ran between the same two" if anchored
-                    else f"all of the {phase}'s kernels on both sides (no library call to align on)")
-            rows.extend(_by_provenance(a, b, seg_a, seg_b, phase, what, confidence))
+    elif a.keys[seg_a].tolist() == b.keys[seg_b].tolist():
+        rows.append(Row("same", phase, seg_a, seg_b, "same kernels in the same place"))
+    elif not (a.compiled or b.compiled):  # nothing was compiled: other kernels, not a fusion
+        what = ("A and B ran other kernels between the same two library calls" if segment.anchored
+                else f"A and B ran other kernels in the {phase}")
+        rows.append(Row("changed", phase, seg_a, seg_b, what + " (neither side ran compiled code: nothing fused)",
+                        confidence))
+    else:
+        what = ("what A ran between two library calls, and what B ran between the same two" if segment.anchored
+                else f"all of the {phase}'s kernels on both sides (no library call to align on)")
+        rows.extend(_by_provenance(a, b, seg_a, seg_b, phase, what + segment.moved, confidence))
     return rows
 
 
@@ -246,8 +299,14 @@ def _movable_rows(a: Side, b: Side, ra: np.ndarray, rb: np.ndarray, phase: str) 
     cb = [r for r in rb.tolist() if b.roles.cast[r]]
     if ca and cb:
         same = a.keys[ca].tolist() == b.keys[cb].tolist()
-        rows.append(Row("same" if same else "cast", phase, ca, cb,
-                        "dtype casts on both sides" + ("" if same else ": Inductor left them standalone, unfused")))
+        rows.append(Row("same" if same else "cast", phase, ca, cb, "dtype casts on both sides" + (
+            "" if same else _casts_left(len(ca), len(cb), b.compiled))))
+    graph_a = [r for r in ra.tolist() if a.roles.graph_input[r]]
+    graph_b = [r for r in rb.tolist() if b.roles.graph_input[r]]
+    if graph_a or graph_b:
+        what = "copies the inputs into the CUDA graph's static buffers before each replay"
+        kind = "same" if graph_a and graph_b else ("only A" if graph_a else "only B")
+        rows.append(Row(kind, phase, graph_a, graph_b, what))
     sa = [r for r in ra.tolist() if a.roles.scalar[r]]
     sb = [r for r in rb.tolist() if b.roles.scalar[r]]
     sig_a, sig_b = a.roles.scalar_signature, b.roles.scalar_signature
@@ -258,6 +317,15 @@ def _movable_rows(a: Side, b: Side, ra: np.ndarray, rb: np.ndarray, phase: str) 
             same = a.keys[xa].tolist() == b.keys[xb].tolist()
             rows.append(Row("same" if same else "replaced", phase, xa, xb, f"the same 0-d tensor updates ({sig})"))
     return rows
+
+
+def _casts_left(in_a: int, in_b: int, b_compiled: bool) -> str:
+    """How many of A's casts B still runs as casts of their own."""
+    who = "Inductor" if b_compiled else "B"
+    if in_b >= in_a:
+        return f": {who} left them standalone, unfused"
+    return (f": {who} runs {in_b} of A's {in_a} as kernels of their own; "
+            f"the other {in_a - in_b} fused into neighbouring kernels")
 
 
 def _absorb_epilogues(a: Side, b: Side, rows: list[Row]) -> None:

@@ -43,6 +43,7 @@ LIBRARY_KERNELS = (
     ("gemm", re.compile(r"nvjet|gemm|cublas|^Cijk_|xmma|cutlass|_matmul", re.I)),
 )
 TEMPLATE = re.compile(r"^triton_tem_")
+GRAPH_INPUT_COPY = "aten::_foreach_copy_"
 FUSED_OPS = re.compile(r"^triton_[a-z]+_fused_(?P<ops>.+?)_\d+$")
 SCALAR_TYPES = frozenset({"Scalar", "ScalarList", "", "None"})
 
@@ -58,6 +59,7 @@ class EventRoles:
     scalar: np.ndarray  # bool: updates only 0-d tensors (BatchNorm's num_batches_tracked...)
     scalar_signature: np.ndarray  # str: the op's tensor types, to pair 0-d updates across sides
     call: dict[int, tuple] = field(default_factory=dict)  # anchor id -> what it computes (library_call)
+    graph_input: np.ndarray = None  # bool: copies inputs into a CUDA graph's static buffers (reduce-overhead)
 
 
 def event_roles(trace: Trace) -> EventRoles:
@@ -115,7 +117,10 @@ def event_roles(trace: Trace) -> EventRoles:
         if kinds[i] == Kind.KERNEL and _all_zero_d(shapes):
             scalar[i] = True
             signature[i] = ",".join(str(t) for t in shapes["types"])
-    return EventRoles(library, anchor, identity, cast, scalar, signature, call)
+    # reduce-overhead copies each call's inputs into the graph's static buffers before replaying it
+    graph_input = (ops == GRAPH_INPUT_COPY) & bool(g["graph"].to_numpy().any()) & (anchor < 0)
+    cast &= ~graph_input
+    return EventRoles(library, anchor, identity, cast, scalar, signature, call, graph_input)
 
 
 # GEMM ops whose first argument is an added term (bias, self), not an operand

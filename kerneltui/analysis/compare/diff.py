@@ -25,6 +25,7 @@ import pandas as pd
 from kerneltui.analysis.compare.compile_facts import CompileFacts, compile_facts
 from kerneltui.analysis.compare.matches import WORKING_COLUMNS, matched_kernels
 from kerneltui.analysis.compare.phases import PhaseRow, gpu_phases, phase_breakdown
+from kerneltui.analysis.compare.row_kernels import SideEvents
 from kerneltui.analysis.compare.timing import Timing, Verdict, timing, verdict
 from kerneltui.analysis.compare.workload import (
     Comparability,
@@ -89,6 +90,7 @@ class TraceDiff:
     notes: tuple[str, ...]  # what could not be compared, and why
     facts: tuple[str, ...] = ()  # plain sentences: "2 kernels → 1 per call"
     pairs: int = 0  # steps/calls aligned kernel by kernel
+    events: dict = field(default_factory=dict, repr=False, compare=False)  # "a"/"b" -> row_kernels.SideEvents
 
     @property
     def gpu_change(self) -> float:
@@ -155,9 +157,10 @@ def diff_traces(a: Trace, b: Trace, provenance: Provenance | None = None) -> Tra
         hint = ": C++ kernels, a CPU compile's record (capture it where the traces were profiled)" if cpu else ""
         notes.append(f"the provenance file names none of A's or B's kernels ({plural(len(provenance.kernels), 'record')}"
                      f"{example}){hint}: not used")
+    events = {"a": SideEvents.of(a, ta, records_a), "b": SideEvents.of(b, tb, records_b)}
     return TraceDiff(
         side_a, side_b, comparable, ratios, verdict(time_a, time_b, comparable), tuple(phase_breakdown(a, b)),
-        matches, _attribution(matches), tuple(notes), tuple(_facts(side_a, side_b, matches)), pairs,
+        matches, _attribution(matches), tuple(notes), tuple(_facts(side_a, side_b, matches)), pairs, events,
     )
 
 
@@ -283,13 +286,15 @@ def _facts(a: SideFacts, b: SideFacts, matches: pd.DataFrame) -> list[str]:
     word = "kernels" if a.kernels == a.launches and b.kernels == b.launches else "launches"
     facts = [f"{_count(a.launches)} {word} → {_count(b.launches)} per {unit}"]
     if a.transfers == a.transfers and b.transfers == b.transfers:
-        facts.append(f"{_count(a.transfers)} array-sized transfers → {_count(b.transfers)}")
+        known = (f" (bytes known for {_share(a.bytes_known_share)} → {_share(b.bytes_known_share)} of GPU time)"
+                 if min(a.bytes_known_share, b.bytes_known_share) < KNOWN_ENOUGH else "")
+        facts.append(f"{_count(a.transfers)} array-sized transfers → {_count(b.transfers)}{known}")
     facts.append(f"GPU time {_us(a.gpu_ns)} → {_us(b.gpu_ns)} µs per {unit}")
     for side in (a, b):
         c = side.compile
         if c.get("regions"):
-            facts.append(f"{side.label}: {plural(len(c['regions']), 'compiled region')}, "
-                         f"{plural(c['recompiles'], 'recompile')}, {plural(c['graph_breaks'], 'graph break')}")
+            facts.append(f"{side.label}: {plural(len(c['regions']), 'compiled region')}, {_recompiles(c, unit)}, "
+                         f"{_breaks(c)}")
         if c.get("graph_replays_per_step"):
             facts.append(f"{side.label}: {_count(c['graph_replays_per_step'])} CUDA-graph replays per {unit}, "
                          f"{_count(c['kernels_per_replay'])} kernels each")
@@ -297,6 +302,33 @@ def _facts(a: SideFacts, b: SideFacts, matches: pd.DataFrame) -> list[str]:
         facts.append(f"CPU launch calls {_count(a.compile.get('launch_calls_per_step', 0))} → "
                      f"{_count(b.compile.get('launch_calls_per_step', 0))} per {unit}")
     return facts
+
+
+KNOWN_ENOUGH = 0.995  # below this share of GPU time with known bytes, the headline says how much is known
+
+
+def _share(x: float) -> str:
+    return f"{100 * x:.0f}%"
+
+
+def _recompiles(c: dict, unit: str) -> str:
+    """'0 recompiles', '2 recompiles (before the profile)', '2 recompiles, 2 compiles inside the profiled steps'."""
+    total, inside = c.get("recompiles", 0), c.get("recompiles_in_profile", 0)
+    text = plural(total, "recompile")
+    if inside:
+        return f"{text}, {plural(inside, 'Dynamo compile')} inside the profiled {unit}s"
+    return f"{text} (before the profile)" if total else text
+
+
+def _breaks(c: dict) -> str:
+    """'0 graph breaks', 'at least 1 graph break (gb.py:8 in forward)', '2 graph breaks (Dynamo's count)'."""
+    n = c.get("graph_breaks", 0)
+    where = ", ".join(c.get("graph_break_at") or [])
+    if c.get("graph_breaks_source") == "dynamo":
+        text = f"{plural(n, 'graph break')} (Dynamo's count)"
+    else:
+        text = f"at least {plural(n, 'graph break')}" if n else plural(n, "graph break")
+    return f"{text} ({where})" if where and n else text
 
 
 def _notes(ta: Trace, tb: Trace, a: SideFacts, b: SideFacts, comparable: Comparability, pairs: int) -> list[str]:

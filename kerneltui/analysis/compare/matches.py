@@ -21,6 +21,7 @@ import pandas as pd
 
 from kerneltui.analysis.compare.align import Row, Side, align
 from kerneltui.analysis.compare.anchors import event_roles
+from kerneltui.analysis.compare.phases import compiled_rows
 from kerneltui.analysis.traffic import FLOP_BASES
 from kerneltui.analysis.provenance.split import SideProvenance
 
@@ -155,6 +156,12 @@ def _per_step(count: int, pairs: int) -> str:
     return f"{x:.0f}" if abs(x - round(x)) < 0.05 else f"{x:.1f}"
 
 
+def ran_compiled_code(trace, keys: np.ndarray) -> bool:
+    """Compiled regions, CUDA-graph replays or Inductor's Triton kernels: something was compiled."""
+    return bool(len(compiled_rows(trace))) or bool(trace.gpu["graph"].to_numpy().any()) or any(
+        str(k).startswith("triton_") for k in pd.unique(keys))
+
+
 def matched_kernels(a, b, traffic_a, traffic_b, phase_a: np.ndarray | None = None,
                     phase_b: np.ndarray | None = None, records_a=None, records_b=None) -> tuple[pd.DataFrame, int]:
     """The matched table of two traces, and over how many step pairs it was counted.
@@ -169,7 +176,8 @@ def matched_kernels(a, b, traffic_a, traffic_b, phase_a: np.ndarray | None = Non
         order = np.lexsort((g["ts"].to_numpy(), g["launch_ts"].to_numpy()))
         phase = np.full(len(g), "step", dtype=object) if phase is None else np.asarray(phase, dtype=object)
         provenance = SideProvenance.of(trace, records) if with_records else None
-        sides.append(Side(event_roles(trace), g["key"].astype(str).to_numpy(), g["iteration"].to_numpy(), phase, order,
-                          provenance))
+        keys = g["key"].astype(str).to_numpy()
+        sides.append(Side(event_roles(trace), keys, g["iteration"].to_numpy(), phase, order, provenance,
+                          ran_compiled_code(trace, keys)))
     rows = align(sides[0], sides[1], pairs)
     return match_table(rows, SideColumns(a, traffic_a), SideColumns(b, traffic_b), pairs), pairs

@@ -160,6 +160,11 @@ class Verdict:
     text: str
     ratio: float | None  # A's time / B's time
     quantity: str | None  # "gpu" or "cpu" (see module docstring)
+    short: str = ""  # the verdict in one line of about 80 characters, for short screens
+
+    def __post_init__(self) -> None:
+        if not self.short:  # the head sentence is short enough
+            object.__setattr__(self, "short", self.text.split(". ")[0].rstrip("."))
 
 
 def timing(trace: Trace) -> Timing:
@@ -302,22 +307,27 @@ def verdict(a: Timing, b: Timing, comparability: Comparability | None = None) ->
              if b.busy_ns != a.busy_ns else f"is unchanged at {_pair(a.busy_ns, a.busy_ns).split(' → ')[1]}")
     if _close(low_a, low_b) and _close(high_a, high_b):
         head = f"unchanged end to end: GPU time {moved} per {unit}, CPU ops {cpu_pair}"
-        return Verdict("unchanged", _sentences(head, distorted + notes), low_a / low_b if low_b else None, "end to end")
+        return Verdict("unchanged", _sentences(head, distorted + notes), low_a / low_b if low_b else None, "end to end",
+                       f"unchanged end to end (GPU time {moved} per {unit})")
     if high_b < low_a:
         factor = low_a / high_b
         head = (f"B is faster end to end, at least {factor:.2f}x: its GPU time {moved} per {unit}, and even its "
                 f"profiled CPU time ({cpu_pair}) is shorter than A needs")
-        return Verdict("faster", _sentences(head, distorted + notes), factor, "end to end")
+        return Verdict("faster", _sentences(head, distorted + notes), factor, "end to end",
+                       f"B is faster end to end, at least {factor:.2f}x (GPU and profiled CPU both shorter)")
     if high_a < low_b:
         factor = low_b / high_a
         head = (f"CPU-bound: B's GPU time {moved} per {unit}, but launching takes {cpu_pair}: "
                 f"B is slower end to end, at least {factor:.2f}x, even allowing for the profiler's overhead")
-        return Verdict("slower", _sentences(head, distorted + notes), 1 / factor, "end to end")
+        return Verdict("slower", _sentences(head, distorted + notes), 1 / factor, "end to end",
+                       f"CPU-bound: B slower end to end, at least {factor:.2f}x (CPU ops {_pair(a.cpu_ns, b.cpu_ns)})")
     bound = " and ".join(label for label, t in (("A", a), ("B", b)) if t.bound == "cpu") or "both"
     head = (f"B's GPU time {moved} per {unit} ({gpu_ratio:.2f}x), but the CPU takes longer than the GPU on "
             f"{bound} ({cpu_pair}), and the profiler inflates CPU time: this profile cannot tell which is faster "
             f"end to end (time both without the profiler)")
-    return Verdict("undecided", _sentences(head, distorted + notes), None, None)
+    return Verdict("undecided", _sentences(head, distorted + notes), None, None,
+                   f"GPU {gpu_ratio:.2f}x {'faster' if gpu_ratio >= 1 else 'slower'}; end to end: cannot tell "
+                   f"(the profiled CPU outlasts the GPU)")
 
 
 def _compiling(a: Timing, b: Timing) -> list[str]:

@@ -7,11 +7,13 @@ made printable.
 
 from __future__ import annotations
 
+import textwrap
+
 from rich.table import Table
 from rich.text import Text
 
 from kerneltui.analysis.compare.diff import SideFacts, TraceDiff
-from kerneltui.diff_report import nbytes, num, ratio, source_label
+from kerneltui.diff_report import PROFILED, bytes_text, num, ratio, source_label, span_text
 from kerneltui.terminal_text import printable
 from kerneltui.units import fmt_ns
 
@@ -26,14 +28,25 @@ def headline_text(d: TraceDiff) -> Text:
     return text
 
 
-def verdict_text(d: TraceDiff) -> Text:
+def verdict_text(d: TraceDiff, width: int | None = None, lines: int = 2) -> Text:
+    """The verdict; where ``lines`` lines of ``width`` cannot hold it, its one-line form and where the rest is."""
+    room = None if width is None else width * lines
     # the verdicts a plain speed-up would hide stand out: slower, undecided, different inputs
     if d.comparable.ok is False:
         text = Text("NOT COMPARABLE: ", style="bold reverse")
-        text.append(printable("; ".join(d.comparable.reasons)), style="bold")
+        reasons = printable("; ".join(d.comparable.reasons))
+        if room is not None and len(reasons) + 16 > room:
+            reasons = printable(d.comparable.reasons[0]) + f" (+{len(d.comparable.reasons) - 1}, i)" \
+                if len(d.comparable.reasons) > 1 else reasons
+        text.append(reasons, style="bold")
         return text
     style = {"undecided": "bold", "slower": "bold", "not comparable": "bold"}.get(d.verdict.kind, "")
-    return Text(printable(d.verdict.text), style=style)
+    whole = printable(d.verdict.text)
+    if width is None or len(textwrap.wrap(whole, width)) <= lines:
+        return Text(whole, style=style)
+    text = Text(printable(d.verdict.short), style=style)
+    text.append("  i: the whole verdict", style="dim")
+    return text
 
 
 def notes_text(d: TraceDiff) -> Text:
@@ -50,7 +63,7 @@ def notes_text(d: TraceDiff) -> Text:
 def sides_table(d: TraceDiff, full: bool, compact: bool = False) -> Table:
     """One column per side, one row per fact, and the B/A ratio; ``full`` adds device and calls.
 
-    ``compact`` (short screens): GPU and wall time alone, so the matched table keeps the room."""
+    ``compact`` (short screens): GPU time and span alone, so the matched table keeps the room."""
     a, b, r = d.a, d.b, d.ratios
     unit = b.unit
     table = Table.grid(padding=(0, 1), expand=True)
@@ -60,7 +73,7 @@ def sides_table(d: TraceDiff, full: bool, compact: bool = False) -> Table:
     table.add_column(justify="right", no_wrap=True)
     table.add_row("", Text(f"A {_name(a)}", style="bold"), Text(f"B {_name(b)}", style="bold"), Text("B/A", style="dim"))
     if compact:
-        table.add_row("GPU·wall", *(_bold(f"{fmt_ns(s.gpu_ns)} · {fmt_ns(s.wall_ns)}/{unit}") for s in (a, b)),
+        table.add_row("GPU·span", *(_bold(f"{fmt_ns(s.gpu_ns)} · {span_text(s)}") for s in (a, b)),
                       ratio(r["gpu_ns"]))
         return table
     if full:
@@ -68,11 +81,9 @@ def sides_table(d: TraceDiff, full: bool, compact: bool = False) -> Table:
         table.add_row(f"{unit}s", *(Text(printable(f"{s.iterations} ({source_label(s)})")) for s in (a, b)), "")
     table.add_row("launches", _bold(f"{num(a.launches)} per {unit}"), _bold(f"{num(b.launches)} per {unit}"),
                   ratio(r["launches"]))
-    table.add_row("wall", f"{fmt_ns(a.wall_ns)}/{unit}", f"{fmt_ns(b.wall_ns)}/{unit}", ratio(r["wall_ns"]))
+    table.add_row("span", *(_span(s, unit) for s in (a, b)), ratio(r.get("span_ns")))
     table.add_row("GPU", *(_gpu(s, unit) for s in (a, b)), ratio(r["gpu_ns"]))
-    cpu_known = r["cpu_ns"] == r["cpu_ns"]
-    table.add_row("CPU", _cpu(a, unit), _cpu(b, unit),
-                  ratio(r["cpu_ns"]) if cpu_known else Text("not compared", style="dim"))
+    table.add_row("CPU", _cpu(a, unit), _cpu(b, unit), Text(PROFILED, style="dim"))
     table.add_row("moved", *(_moved(s) for s in (a, b)), ratio(r["bytes"]))
     table.add_row("bandwidth", *(_bandwidth(s) for s in (a, b)), "")
     return table
@@ -86,14 +97,26 @@ def _bold(text: str) -> Text:
     return Text(text, style="bold")
 
 
+def _span(s: SideFacts, unit: str) -> Text:
+    """'467.7µs/step', '122.7µs/call distorted' (the profiled CPU paced it), 'unknown'."""
+    if s.span_ns is None:
+        return Text("unknown (start-up in every " + unit + ")", style="dim")
+    text = Text(f"{fmt_ns(s.span_ns)}/{unit}", style="bold")
+    if s.span_note:
+        text.append(f" {s.span_note}", style="dim")
+    return text
+
+
 def _gpu(s: SideFacts, unit: str) -> Text:
     text = Text(f"{fmt_ns(s.gpu_ns)}/{unit}", style="bold")
-    text.append(f", busy {100 * s.busy_share:.1f}%")
+    if s.busy_in_steps is not None:
+        text.append(f", busy {100 * s.busy_in_steps:.1f}% of span")
     return text
 
 
 def _cpu(s: SideFacts, unit: str) -> Text:
-    text = Text(f"{fmt_ns(s.cpu_ns)}/{unit}")
+    """The CPU dispatch span (the step on the CPU, profiled) and what bounds the side."""
+    text = Text(f"dispatch {fmt_ns(s.dispatch_ns)}/{unit}")
     if s.bound in ("gpu", "cpu"):
         text.append(f", {s.bound.upper()}-bound", style="bold")
     return text
@@ -103,7 +126,7 @@ def _moved(s: SideFacts) -> Text:
     if s.bytes != s.bytes:
         return Text("unknown (no shapes)", style="dim")
     text = Text(f"{num(s.transfers, 1)} transfers", style="bold")
-    text.append(f" = {nbytes(s.bytes)}")
+    text.append(f" = {bytes_text(s)}")
     return text
 
 

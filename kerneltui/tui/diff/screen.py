@@ -21,6 +21,7 @@ from kerneltui.diff_report import nbytes, num, side_rate
 from kerneltui.terminal_text import printable
 from kerneltui.tui.diff.header import headline_text, notes_text, sides_table, verdict_text
 from kerneltui.tui.diff.model import DiffView
+from kerneltui.tui.diff.panels import RowPanel, VerdictPanel
 from kerneltui.tui.diff.table import MatchTable
 from kerneltui.tui.diff.timelines import PairedTimelines
 from kerneltui.tui.history import History
@@ -49,7 +50,10 @@ class DiffScreen(Screen):
         Binding("c", "call(1)", "Next call", show=False, id="diff.next-call"),
         Binding("C", "call(-1)", "Previous call", show=False, id="diff.previous-call"),
         Binding("r", "reset_view", "Reset view", show=False, id="diff.reset"),
-        Binding("i", "notes", "Not compared", id="diff.notes"),
+        Binding("i", "notes", "Verdict", id="diff.notes",
+                tooltip="The whole verdict, every figure of A beside B, and what was not compared"),
+        Binding("z", "zoom_row", "Zoom to the row", show=False, id="diff.zoom-row",
+                tooltip="Zoom both timelines to the row's kernels in the call shown"),
         Binding("plus,equals_sign", "zoom(2.0)", "Zoom in", show=False, id="diff.zoom-in"),
         Binding("minus", "zoom(0.5)", "Zoom out", show=False, id="diff.zoom-out"),
         Binding("comma", "pan(-0.25)", "Pan left", show=False, id="diff.pan-left"),
@@ -62,6 +66,7 @@ class DiffScreen(Screen):
         self.view = view
         self.history = History()  # (matches row, window A, window B, focused id) before each jump
         self.pattern = ""
+        self._match_count: int | None = None  # rows the search keeps (None: no search)
 
     def compose(self) -> ComposeResult:
         d = self.view.diff
@@ -80,10 +85,14 @@ class DiffScreen(Screen):
         tall = self.size.height >= 36
         full = self.size.width >= 120 or tall
         self.query_one("#diff-sides", Static).update(sides_table(self.view.diff, full, compact=not tall))
+        # short screens hold two lines of verdict: the whole one when it fits, else its one-line form
+        width = None if tall else max(self.size.width - 2, 20)  # the verdict's padding: one column each side
+        self.query_one("#diff-verdict", Static).update(verdict_text(self.view.diff, width))
         self.query_one(PairedTimelines).show_steps(self.size.height >= 36)
 
     def on_mount(self) -> None:
         table = self.query_one(MatchTable)
+        self._table_title()
         self.set_focus(table)
         if table.row_count():
             table.move_cursor(0)
@@ -97,17 +106,27 @@ class DiffScreen(Screen):
         self.query_one("#match-detail", Static).update(self._detail(m))
 
     @on(MatchTable.Activated)
-    def _zoom_to_match(self, event: MatchTable.Activated) -> None:
-        """Enter on a row: both timelines zoom to its kernels."""
+    def _open_row(self, event: MatchTable.Activated) -> None:
+        """Enter on a row: its kernels on both sides, with their ops, origins, counts, µs and bytes."""
         m = event.table.row(event.row)
+        self.app.push_screen(RowPanel(self.view.diff, m, lambda: self._zoom_to(m)))
+
+    def action_zoom_row(self) -> None:
+        table = self.query_one(MatchTable)
+        if table.row_count():
+            self._zoom_to(table.row(table.cursor))
+
+    def _zoom_to(self, m) -> None:
+        """Both timelines zoom to a row's kernels."""
         self._remember()
         if not self.query_one(PairedTimelines).zoom_to(m.a_rows, m.b_rows):
             self.notify("this row has no kernel in the call shown (c / C change the call)", timeout=4)
 
     def _detail(self, m) -> Text:
         text = Text()
-        text.append(f"{m.kind} · {m.confidence}: ", style="bold")
-        text.append(f"{printable(m.reason)}\n")
+        label = f"{m.kind} · {m.confidence}: "
+        text.append(label, style="bold")
+        text.append(f"{clause_cut(printable(m.reason), max(self.size.width - 2 - len(label), 30))}\n")
         text.append(
             f"A {nbytes(m.a_bytes)}, {num(m.a_transfers, 1)} transfers, {side_rate(m, 'a')}"
             f"  →  B {nbytes(m.b_bytes)}, {num(m.b_transfers, 1)} transfers, {side_rate(m, 'b')}",
@@ -152,9 +171,16 @@ class DiffScreen(Screen):
         visible = None if regex is None else np.fromiter(
             (bool(regex.search(h)) for h in self.view.haystack), bool, len(self.view.haystack))
         table.set_visible(visible)
-        shown = len(self.view.haystack) if visible is None else int(visible.sum())
-        self.query_one(MatchTable).border_title = (
-            Text(f"{shown:,} of {len(self.view.haystack):,} rows match") if regex is not None else None)
+        self._match_count = None if regex is None else int(visible.sum())
+        self._table_title()
+
+    def _table_title(self) -> None:
+        """How the rows are ordered (the arrow's column may be hidden) and how many the search keeps."""
+        table = self.query_one(MatchTable)
+        title = f"rows: {table.sort_words()}"
+        if self._match_count is not None:
+            title = f"{self._match_count:,} of {len(self.view.haystack):,} rows match · {title}"
+        table.border_title = Text(title)
 
     @on(Input.Submitted, "#diff-filter")
     def _search_done(self) -> None:
@@ -230,13 +256,11 @@ class DiffScreen(Screen):
 
     def action_sort(self, key: str) -> None:
         self.query_one(MatchTable).action_sort(key)
+        self._table_title()
 
     def action_notes(self) -> None:
-        """The whole verdict (short screens cut it to two lines) and what was not compared."""
-        d = self.view.diff
-        notes = "\n".join(printable(n) for n in d.notes) if d.notes else "everything compared"
-        self.notify(f"{printable(d.verdict.text)}\n\nnot compared:\n{notes}", title="verdict", timeout=15,
-                    markup=False)
+        """The whole verdict (short screens show its short form), every figure, what was not compared."""
+        self.app.push_screen(VerdictPanel(self.view.diff))
 
     def action_toggle_scale(self) -> None:
         linked = self.query_one(PairedTimelines).toggle_link()
@@ -266,10 +290,23 @@ class DiffScreen(Screen):
         pair.border_title = Text(printable(f"{scale} · 0 = {where} · s switches"))
 
 
+def clause_cut(text: str, room: int) -> str:
+    """The reason as far as it fits, cut after a whole clause (before '; ', ': ', ', ' or ' ('), never mid-word."""
+    if len(text) <= room:
+        return text
+    more = " … (⏎ the row)"
+    end = room - len(more)
+    cut = max(text.rfind(sep, 0, end) for sep in ("; ", ": ", ", ", " ("))
+    if cut <= 0:
+        cut = max(text.rfind(" ", 0, end), 0)
+    return text[:cut] + more
+
+
 def _table_moves() -> list[tuple[str, str]]:
     return [
         ("↑ ↓ pgup pgdn", "move; the row's kernels are underlined on both timelines"),
-        ("⏎", "zoom both timelines to the row's kernels (r resets)"),
+        ("⏎", "the row: A's and B's kernels side by side, their ops, origins, µs and bytes, why they match"),
+        ("z", "zoom both timelines to the row's kernels (r resets)"),
         ("tab", "focus: table → timeline A → timeline B → table"),
         ("click", "a row selects it; on a timeline, a kernel selects its row"),
     ]
@@ -280,8 +317,10 @@ def _legend() -> list[tuple[str, str]]:
         ("same", "the same kernels on both sides, the same count per step"),
         ("replaced", "the same library call (op and shapes) or 0-d update, done by other kernels"),
         ("fused", "what A ran between two library calls → what B ran between the same two"),
-        ("cast", "dtype casts on both sides: Inductor left them standalone"),
+        ("changed", "other kernels between the same library calls, neither side compiled"),
+        ("cast", "dtype casts on both sides (how many B still runs on their own)"),
         ("only A/B", "removed, or new in B: nothing on the other side in that place"),
-        ("transfers", "bytes moved / size of the largest tensor of the call"),
+        ("span", "a step as a timer sees it; 'distorted': paced by the profiled CPU"),
+        ("transfers", "bytes moved / size of one tensor both traces recorded"),
         ("!", "bandwidth above the device's peak: the data sat in cache"),
     ]

@@ -8,15 +8,37 @@ import pandas as pd
 from kerneltui.diff_report import match_label, nbytes, num, side_rate
 from kerneltui.terminal_text import printable
 from kerneltui.tui.widgets.table import Column, VirtualTable
-from kerneltui.units import distinct_cuts, ellipsize
+from kerneltui.units import ellipsize
 
-# sort key -> (columns, ascending by default)
+ARROW = " → "
+
+
+def two_sided_cut(name: str, width: int) -> str:
+    """'fill_ + native_batch_n… → triton_poi_fused_max…': A's part and B's each cut at its end, half
+    the room each (a side shorter than its half gives the rest to the other)."""
+    if len(name) <= width:
+        return name
+    if ARROW not in name:
+        return ellipsize(name, width)
+    left, right = name.split(ARROW, 1)
+    room = width - len(ARROW)
+    share = room // 2
+    if len(left) <= share:
+        share = len(left)
+    elif len(right) <= room - share:
+        share = room - len(right)
+    return f"{ellipsize(left, share)}{ARROW}{ellipsize(right, room - share)}"
+
+# sort key -> (columns, ascending by default, the column its arrow is drawn on, what it says)
 SORTS = {
-    "delta": (["delta_ns"], True),  # biggest saving first; again for biggest loss
-    "time": (["_total"], False),
-    "name": (["name"], True),
-    "match": (["_kind", "_total"], True),
+    "change": (["_change"], False, "delta", "largest change first"),  # how the rows arrive
+    "delta": (["delta_ns"], True, "delta", "largest saving first"),  # again: largest loss first
+    "time": (["_total"], False, "time", "most time first"),
+    "name": (["name"], True, "name", "by name"),
+    "match": (["_kind", "_total"], True, "match", "by match"),
 }
+REVERSED = {"change": "smallest change first", "delta": "largest loss first", "time": "least time first",
+            "name": "by name, Z to A", "match": "by match, reversed"}
 KIND_RANK = {"same": 0, "replaced": 1, "fused": 2, "cast": 3, "only A": 4, "only B": 5}
 
 
@@ -29,7 +51,8 @@ class MatchTable(VirtualTable):
     def __init__(self, matches: pd.DataFrame, unit: str = "call", **kwargs) -> None:
         super().__init__(**kwargs)
         self.matches = matches.assign(
-            _total=matches["a_ns"].fillna(0) + matches["b_ns"].fillna(0), _kind=matches["kind"].map(KIND_RANK)
+            _total=matches["a_ns"].fillna(0) + matches["b_ns"].fillna(0), _kind=matches["kind"].map(KIND_RANK),
+            _change=matches["delta_ns"].abs(),
         )
         self.unit = unit
         # one time unit for the table: ms once a row reaches 10 ms (12,345.67 µs reads worse than 12.346 ms)
@@ -38,7 +61,8 @@ class MatchTable(VirtualTable):
         self.order = np.arange(len(matches))
         self.sorted = self.order  # every row, in the sort order; ``order`` is what the search keeps of it
         self.kept_rows: np.ndarray | None = None  # per matches row: kept by the search (None: all)
-        self.sort_column = "match"
+        self.sort_key = "change"  # the rows arrive largest change first (matches.match_table)
+        self.sort_column = "delta"
         self._names = [printable(n) for n in matches["name"]]
         self._cuts: dict[int, dict[str, str]] = {}  # width -> distinct_cuts of the names
 
@@ -79,25 +103,38 @@ class MatchTable(VirtualTable):
         return f"{ns / self._scale:{'+' if sign else ''},.{self._digits}f}"
 
     def _shown_name(self, name: str) -> str:
-        """The name as drawn: cut with ``distinct_cuts`` among all rows' names (whole outside drawing)."""
+        """The name as drawn: each side of "A → B" cut at its end, so both stay readable."""
         if self._drawing_width is None:
             return name
         width = next((w for c, w in self._layout(self._drawing_width) if c.key == "name"), 0)
         if not width or len(name) <= width:
             return name
         if width not in self._cuts:
-            self._cuts[width] = distinct_cuts(self._names, width, cut=ellipsize)  # the column's own end cut
-        return self._cuts[width].get(name, name)
+            self._cuts[width] = {}
+        cache = self._cuts[width]
+        if name not in cache:
+            cache[name] = two_sided_cut(name, width)
+        return cache[name]
 
     def row_class(self, index: int) -> str | None:
         return "vtable--dim" if self.row(index).confidence == "low" else None
 
+    def sort_arrow(self) -> str:
+        """▲ when the values grow down the table, ▼ when they shrink (|Δ| and time arrive largest first)."""
+        ascending = SORTS[self.sort_key][1] != self.sort_reverse
+        return "▲" if ascending else "▼"
+
+    def sort_words(self) -> str:
+        """What the order is, in words, for the table's title: the arrow's column may be hidden."""
+        return REVERSED[self.sort_key] if self.sort_reverse else SORTS[self.sort_key][3]
+
     def action_sort(self, key: str) -> None:
-        columns, ascending = SORTS[key]
-        if key == self.sort_column:
+        columns, ascending, column, _ = SORTS[key]
+        if key == self.sort_key:
             self.sort_reverse = not self.sort_reverse
         else:
-            self.sort_column, self.sort_reverse = key, False
+            self.sort_key, self.sort_reverse = key, False
+        self.sort_column = column
         if self.sort_reverse:
             ascending = not ascending
         frame = self.matches.reset_index(drop=True)

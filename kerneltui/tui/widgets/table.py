@@ -284,12 +284,16 @@ class VirtualTable(ScrollView, can_focus=True):
         text = " ".join(parts)
         return Strip([Segment(text.ljust(width)[:width], self._style(*names))], width)
 
+    def sort_arrow(self) -> str:
+        """The sort column's mark: ▲ ascending, ▼ reversed (a subclass may know its order better)."""
+        return "▲" if not self.sort_reverse else "▼"
+
     def _header(self, width: int) -> Strip:
         segments = []
         for i, (c, w) in enumerate(self._layout(width)):
             label = printable(c.label)
             if c.key == self.sort_column:
-                label = f"{label}{'▲' if not self.sort_reverse else '▼'}"
+                label = f"{label}{self.sort_arrow()}"
             sep = " " if i else ""
             style = self._style("vtable--header", "vtable--sorted") if c.key == self.sort_column else self._style("vtable--header")
             if sep:
