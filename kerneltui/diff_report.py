@@ -106,7 +106,7 @@ PROFILED = "profiled"  # the ratio column of CPU figures: the profiler inflates 
 def span_text(s: SideFacts) -> str:
     """'467.7µs', '122.7µs distorted' (CPU-paced under the profiler), 'unknown' (every step held start-up)."""
     if s.span_ns is None:
-        return "unknown"
+        return "unknown (start-up)" if "start-up" in s.span_note else "unknown"
     return fmt_ns(s.span_ns) + (" distorted" if s.span_note == "profiler-distorted" else "")
 
 
@@ -123,13 +123,20 @@ def bytes_text(s: SideFacts) -> str:
     return nbytes(s.bytes)
 
 
-def reference_line(d: TraceDiff) -> str:
-    """What the transfers are counted in: 'transfers: bytes / [64, 3, 128, 128] bf16 (3.1 MB), ...'."""
-    if not d.a.reference_tensor:
-        return ""
-    return (f"transfers: bytes in units of {d.a.reference_tensor} ({nbytes(d.a.largest_tensor)}), the largest "
-            "tensor both traces recorded; span: what a timer sees of a step, GPU work queued from the step "
-            "before left out; 'distorted': the profiled CPU paced it (no ratio)")
+def explanations(d: TraceDiff) -> list[str]:
+    """What the span and transfers measure, one sentence each, under the figures."""
+    unit = d.b.unit
+    out = [f"span: a {unit} as a timer sees it, from its start (or the end of the GPU work queued before "
+           f"it) to the end of its GPU work"]
+    notes = {s.span_note for s in (d.a, d.b) if s.span_note}
+    if "profiler-distorted" in notes:
+        out[0] += f"; distorted: the profiled CPU paced every {unit}, so no ratio"
+    if any(n.startswith("unknown") for n in notes):
+        out[0] += f"; unknown: every profiled {unit} held the profiler's start-up (or a compile)"
+    if d.a.reference_tensor:
+        out.append(f"transfers: bytes in units of {d.a.reference_tensor} ({nbytes(d.a.largest_tensor)}), the "
+                   "largest tensor both traces recorded")
+    return out
 
 
 def _bound(s: SideFacts) -> str:
@@ -166,8 +173,8 @@ def as_table(d: TraceDiff, top: int | None = None) -> str:
     lines.append(f"{'':<22}{'A':<22}{'B':<22}{'B/A':>8}")
     for fact, a, b, r in rows:
         lines.append(f"{fact:<22}{ellipsize(a, 21):<22}{ellipsize(b, 21):<22}{r:>8}".rstrip())
-    if reference_line(d):
-        lines += _wrap(reference_line(d))
+    for sentence in explanations(d):
+        lines += _wrap(sentence)
     lines.append("")
     if d.comparable.ok is False:
         lines += _wrap("NOT COMPARABLE: " + "; ".join(d.comparable.reasons))
@@ -232,8 +239,7 @@ def as_markdown(d: TraceDiff, top: int | None = None) -> str:
     lines += ["| | A | B | B/A |", "|---|---|---|---|"]
     for fact, a, b, r in headline_rows(d):
         lines.append(f"| {fact} | {_md(a)} | {_md(b)} | {r} |")
-    if reference_line(d):
-        lines += ["", _md(reference_line(d))]
+    lines += [""] + [_md(sentence) for sentence in explanations(d)]
     unit = d.b.unit
     if len(d.phases) > 1:
         lines += ["", f"| phase | A launches | B launches | A GPU/{unit} | B GPU/{unit} |", "|---|---:|---:|---:|---:|"]

@@ -29,14 +29,20 @@ B  traces/add_relu_1M_compiled.json.gz
 device                NVIDIA H200           NVIDIA H200
 calls                 1 (whole trace)       1 (whole trace)
 launches/call         2                     1                        0.50x
-wall time/call        452.9µs               917.1µs                  2.02x
+span/call             unknown (start-up)    unknown (start-up)           –
 GPU time/call         4.26µs                2.53µs                   0.59x
-GPU busy              0.2%                  0.1%
-CPU time/call         155.4µs               661.1µs               not compared
+GPU busy in calls     unknown               unknown
+CPU dispatch/call     452.9µs               917.1µs               profiled
+CPU ops/call          155.4µs               661.1µs               not compared
 bound by              unknown               unknown
 bytes moved/call      20.0 MB               12.0 MB                  0.60x
 array-sized transfers 5                     3                        0.60x
 achieved bandwidth    4,699 GB/s 98%        4,747 GB/s 99%
+span: a call as a timer sees it, from its start (or the end of the GPU work
+  queued before it) to the end of its GPU work; unknown: every profiled call
+  held the profiler's start-up (or a compile)
+transfers: bytes in units of [1000000] f32 (4.0 MB), the largest tensor both
+  traces recorded
 
 2 kernels → 1 per call; 5 array-sized transfers → 3; GPU time 4.26 → 2.53 µs per
   call; B: 1 compiled region, 0 recompiles, 0 graph breaks; CPU launch calls 2 →
@@ -74,7 +80,9 @@ def test_launch_bound_is_stated_in_the_table():
     a, b = shared_trace("add_relu_100_eager"), shared_trace("add_relu_100_compiled")
     out = kerneltui("diff", str(a), str(b), "--format", "table").stdout
     # the first call holds the profiler's start-up: the median of the other two
-    assert "CPU time/call         37.6µs                152.2µs                  4.05x\n" in out
+    assert "CPU ops/call          37.6µs                152.2µs               profiled\n" in out
+    # both sides paced by the profiled CPU: their spans are shown, marked, and get no ratio
+    assert "span/call             40.1µs distorted      138.2µs distorted            –\n" in out
     assert "bound by              CPU                   CPU\n" in out
     assert (
         "CPU-bound: B's GPU time fell 1.89 → 0.72 µs per call, but launching takes 37.6 →\n"
@@ -98,14 +106,18 @@ def test_markdown_of_the_example_pair():
         '| device | NVIDIA H200 | NVIDIA H200 |  |\n'
         '| calls | 1 (whole trace) | 1 (whole trace) |  |\n'
         '| launches/call | 2 | 1 | 0.50x |\n'
-        '| wall time/call | 452.9µs | 917.1µs | 2.02x |\n'
+        '| span/call | unknown (start-up) | unknown (start-up) | – |\n'
         '| GPU time/call | 4.26µs | 2.53µs | 0.59x |\n'
-        '| GPU busy | 0.2% | 0.1% |  |\n'
-        '| CPU time/call | 155.4µs | 661.1µs | not compared |\n'
+        '| GPU busy in calls | unknown | unknown |  |\n'
+        '| CPU dispatch/call | 452.9µs | 917.1µs | profiled |\n'
+        '| CPU ops/call | 155.4µs | 661.1µs | not compared |\n'
         '| bound by | unknown | unknown |  |\n'
         '| bytes moved/call | 20.0 MB | 12.0 MB | 0.60x |\n'
         '| array-sized transfers | 5 | 3 | 0.60x |\n'
         '| achieved bandwidth | 4,699 GB/s 98% | 4,747 GB/s 99% |  |\n'
+        '\n'
+        "span: a call as a timer sees it, from its start (or the end of the GPU work queued before it) to the end of its GPU work; unknown: every profiled call held the profiler's start-up (or a compile)\n"
+        'transfers: bytes in units of [1000000] f32 (4.0 MB), the largest tensor both traces recorded\n'
         '\n'
         '| kernel | match | launches/call | GPU µs/call | Δ µs | bytes/call | achieved | reason |\n'
         '|---|---|---|---|---:|---|---|---|\n'
@@ -128,6 +140,7 @@ def test_json_of_the_example_pair():
     assert doc["facts"][:2] == ["2 kernels → 1 per call", "5 array-sized transfers → 3"]
     assert doc["verdict"] == {
         "kind": "faster", "ratio": pytest.approx(4256 / 2528), "quantity": "gpu",
+        "short": "B is 1.68x faster (GPU time per call 4.26 → 2.53 µs)",
         "text": "B is 1.68x faster (GPU time per call 4.26 → 2.53 µs). Every profiled call of A and B held the"
                 " profiler's start-up, so whether the CPU decides is unknown.",
     }

@@ -219,7 +219,7 @@ def test_diff_of_20000_distinct_kernels_is_one_segment(tmp_path):
     small = load_trace(_write(tmp_path, _many_kernels(2), "small.json"))
     big = load_trace(_write(tmp_path, _many_kernels(20_000), "big.json"))
     d = diff_traces(big, small)
-    assert d.matches["kind"].tolist() == ["fused"]
+    assert d.matches["kind"].tolist() == ["changed"]  # neither side ran compiled code: nothing fused
     assert (d.matches["a_count"].sum(), d.matches["b_count"].sum()) == (20_000, 2)
 
 

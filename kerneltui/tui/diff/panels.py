@@ -19,7 +19,14 @@ from textual.widgets import Static
 
 from kerneltui.analysis.compare.diff import TraceDiff
 from kerneltui.analysis.compare.row_kernels import KernelLine, row_kernels
-from kerneltui.diff_report import headline_rows, match_label, nbytes, num, reference_line, side_rate
+from kerneltui.diff_report import (
+    explanations,
+    headline_rows,
+    match_label,
+    nbytes,
+    num,
+    side_rate,
+)
 from kerneltui.terminal_text import printable
 
 
@@ -137,7 +144,5 @@ class VerdictPanel(_Panel):
             figures.add_row(Text(fact, style="dim"), Text(a), Text(b), Text(r))
         notes = Text("not compared: ", style="bold")
         notes.append("; ".join(printable(n) for n in d.notes) if d.notes else "everything compared")
-        parts = [verdict, figures]
-        if reference_line(d):
-            parts.append(Text(printable(reference_line(d)), style="dim"))
-        return [*parts, notes]
+        explained = Text("\n".join(printable(e) for e in explanations(d)), style="dim")
+        return [verdict, figures, explained, notes]
