@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import gzip
+import json
+
+import numpy as np
 import pytest
 
 from kerneltui.analysis.compare.compile_facts import CompileFacts, compile_facts
+from kerneltui.analysis.compare.timing import timing
 from kerneltui.trace import load_trace
-from tests.conftest import external_trace, shared_trace
+from tests.conftest import DATA, external_trace, shared_trace
 from tests.kineto_builder import TraceBuilder
 
 
@@ -55,7 +60,7 @@ def test_an_eager_kernel_between_two_regions_is_a_graph_break(tmp_path):
     f = compiled_steps(tmp_path, lambda b: b.op("aten::add", kernels=[("vectorized_elementwise_kernel", 2.0)]))
     assert f == CompileFacts(regions=("0/0", "1/0"), frames=2, recompiles=0, graph_breaks=1,
                              graph_replays_per_step=0.0, kernels_per_replay=0.0, launch_calls_per_step=3.0,
-                             region_calls_per_step=2.0)
+                             region_calls_per_step=2.0, graph_breaks_source="at least")
 
 
 def test_an_eager_op_without_gpu_work_between_regions_is_a_graph_break_too(tmp_path):
@@ -87,3 +92,52 @@ def test_cuda_graph_replays_cut_launch_calls_not_kernels(tmp_path):
     assert (f.graph_replays_per_step, f.kernels_per_replay, f.launch_calls_per_step) == (1.0, 5.0, 2.0)
     assert len(trace.gpu) == 12  # 6 kernels per step still run
     assert f.compiled
+
+
+# -- real torch 2.13 traces of a graph break and of a recompile inside a step (tests/data/compile) ------------
+
+def compile_trace(name):
+    return load_trace(DATA / "compile" / f"{name}.json.gz")
+
+
+def test_a_graph_break_in_nested_regions_is_counted_and_placed():
+    """torch 2.13 runs the code after a break inside the region that broke: one outermost region per step
+    calling two compiled graphs. Dynamo counted 1 break (the `print` in forward, line 8)."""
+    trace = compile_trace("graph_break_stack")
+    f = compile_facts(trace)
+    assert (f.regions, f.region_calls_per_step) == (("0/0", "1/0"), 1.0)  # 1/0 nests inside 0/0: one outermost
+    assert (f.graph_breaks, f.graph_breaks_source) == (1, "at least")
+    assert f.graph_break_at == ("gb2.py:8 in forward",)  # from Dynamo's resume function in the Python frames
+    assert f.recompiles_in_profile == 0
+
+
+def test_dynamos_own_count_wins_where_the_capture_recorded_it(tmp_path):
+    doc = json.loads(gzip.decompress((DATA / "compile" / "graph_break_stack.json.gz").read_bytes()))
+    doc["kerneltui"] = {"capture": {"graph_breaks": 3}}
+    (tmp_path / "t.json").write_text(json.dumps(doc))
+    f = compile_facts(load_trace(tmp_path / "t.json"))
+    assert (f.graph_breaks, f.graph_breaks_source) == (3, "dynamo")
+
+
+def test_an_empty_wrapper_region_is_no_break(tmp_path):
+    b = TraceBuilder()
+    for _ in range(2):
+        with b.step():
+            with b.region("Torch-Compiled Region: 0/0"):  # calls no graph at all
+                with b.region("Torch-Compiled Region: 1/0"):
+                    with b.region("## Call CompiledFxGraph fabc ##", cat="user_annotation"):
+                        b.op("triton_poi_fused_0", kernels=[("triton_poi_fused_0", 3.0)])
+    assert compile_facts(load_trace(b.write(tmp_path / "t.json"))).graph_breaks == 0
+
+
+def test_a_recompile_inside_a_profiled_step_is_counted_and_said_to_be_inside():
+    trace = compile_trace("recompile_in_step")
+    f = compile_facts(trace)
+    # ProfilerStep#2 ran another batch size: each frame recompiled (0/1, 1/1), both inside the step
+    assert (f.regions, f.recompiles, f.recompiles_in_profile) == (("0/0", "0/1", "1/0", "1/1"), 2, 2)
+    t = timing(trace)
+    assert [s.compiling for s in t.steps] == [False, False, True]
+    assert t.compiles_in_steps == 2 and t.steps[2].wall_ns == 283723758  # 277 ms of it compiling
+    # left out of the CPU and dispatch medians: those are the two settled steps'
+    assert t.wall_ns == pytest.approx(np.median([s.wall_ns for s in t.steps[:2]]))
+    assert compile_facts(load_trace(shared_trace("resnet18_train_compiled"))).recompiles_in_profile == 0
