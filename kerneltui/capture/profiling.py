@@ -30,6 +30,7 @@ class ModeRun:
     mode: str
     first_call_seconds: float
     provenance: dict[str, Any] | None = None  # compiled mode: the `provenance` block (docs/capture.md)
+    graph_breaks: int | None = None  # compiled mode: Dynamo's own count while compiling (warm-up)
 
     @property
     def compile_seconds(self) -> float | None:
@@ -64,6 +65,7 @@ def warm_up(
     recording = provenance.recording() if mode == "compiled" else contextlib.nullcontext()
     with recording as recorder:
         call = prepare(fn, settings.compile_mode, recorder) if recorder else fn
+        breaks_before = _graph_breaks()  # after prepare: torch._dynamo.reset() clears the counters
         progress("compiling (the first call)" if mode == "compiled" else f"warming up ({settings.warmup} calls)")
         start = time.perf_counter()
         _call(call, inputs, f"in the first {mode} call")
@@ -74,7 +76,15 @@ def warm_up(
         for i in range(1, settings.warmup):
             _call(call, inputs, f"in {mode} warm-up call {i + 1}")
         _synchronize()  # warm-up kernels must not run into the profiled window
-    return call, ModeRun(mode, first_call_seconds, recorder.block() if recorder else None)
+    breaks = _graph_breaks() - breaks_before if mode == "compiled" else None
+    return call, ModeRun(mode, first_call_seconds, recorder.block() if recorder else None, breaks)
+
+
+def _graph_breaks() -> int:
+    """Dynamo's running count of graph breaks (each break it met while tracing, once per compile)."""
+    from torch._dynamo.utils import counters
+
+    return int(sum(counters["graph_break"].values()))
 
 
 def run_mode(

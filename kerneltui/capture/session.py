@@ -66,6 +66,7 @@ def _block(request: Request, workload, params, mode: str, settings, run: profili
         "profiled_calls": settings.steps,
         "compile_seconds": None if run.compile_seconds is None else round(run.compile_seconds, 3),
         "first_call_seconds": round(run.first_call_seconds, 6),
+        "graph_breaks": run.graph_breaks,  # Dynamo's count (compiled mode), what the diff reports before its own
         "record_shapes": True,
         "with_stack": settings.with_stack,
         "profile_memory": settings.profile_memory,

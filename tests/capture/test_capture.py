@@ -71,8 +71,11 @@ def test_capture_block_says_how_the_trace_was_taken(captured, name, mode):
     if mode == "compiled":
         assert block["compile_mode"] == "default"
         assert block["compile_seconds"] > 0
+        # Dynamo's own count: the training step breaks at backward() and around the optimizer
+        assert block["graph_breaks"] == {"add_relu": 0, "mlp": 0, "train_step": 4}[name]
     else:
         assert block["compile_mode"] is None and block["compile_seconds"] is None
+        assert block["graph_breaks"] is None
     for key in ("device", "hostname", "time", "command", "python", "triton", "first_call_seconds"):
         assert key in block
 
@@ -308,3 +311,28 @@ def test_an_output_path_that_is_a_file_is_one_line_and_exit_2(tmp_path):
     assert rc == 2
     assert err == f"kerneltui: -o {not_a_dir}: not a directory (traces are written into a directory)\n"
     assert not_a_dir.read_bytes() == b"precious"
+
+
+def test_dynamos_graph_break_count_is_recorded_and_the_diff_reports_it(tmp_path):
+    """A forward that calls print: Dynamo breaks the frame in two, counts 1 break, and capture records it."""
+    script = write_workload(tmp_path, "breaks", """
+        import torch
+
+        def step(x):
+            x = (x * 2).relu()
+            print("", end="")
+            return x.sin()
+
+        def workload(n: int = 64):
+            return step, (torch.randn(n),)
+    """)
+    rc, _, err = capture(str(script), "-o", str(tmp_path / "out"), "--steps", "2", "--warmup", "1")
+    assert rc == 0, err
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["breaks_n64_compiled.json.gz",
+                                                                    "breaks_n64_eager.json.gz"]
+    block = read(tmp_path / "out" / "breaks_n64_compiled.json.gz")["kerneltui"]["capture"]
+    assert block["graph_breaks"] == 1
+    from kerneltui.analysis.compare.compile_facts import compile_facts
+    from kerneltui.trace import load_trace
+    facts = compile_facts(load_trace(tmp_path / "out" / "breaks_n64_compiled.json.gz", cache=False))
+    assert (facts.graph_breaks, facts.graph_breaks_source) == (1, "dynamo")
