@@ -36,6 +36,10 @@ DIFF = [
      f"{DATA}/resnet18_train_compiled.json.gz", (80, 24)),
     ("diff-resnet18_train-160x45.svg", f"{DATA}/resnet18_train_eager.json.gz",
      f"{DATA}/resnet18_train_compiled.json.gz", (160, 45)),
+    ("diff-resnet18_train-row-80x24.svg", f"{DATA}/resnet18_train_eager.json.gz",
+     f"{DATA}/resnet18_train_compiled.json.gz", (80, 24), ["enter"]),
+    ("diff-mlp_bf16-verdict-120x40.svg", f"{DATA}/mlp_bf16_eager.json.gz", f"{DATA}/mlp_bf16_compiled.json.gz",
+     (120, 40), ["i"]),
 ]
 
 
@@ -52,12 +56,15 @@ async def browser_shot(name, path, size, keys):
         (ROOT / "docs/screenshots" / name).write_text(app.export_screenshot(title=name.removesuffix(".svg")))
 
 
-async def diff_shot(name, a, b, size):
+async def diff_shot(name, a, b, size, keys=()):
     from kerneltui.tui.diff.app import build_app
 
     app = build_app(str(ROOT / a), str(ROOT / b))
     async with app.run_test(size=size) as pilot:
         await wait_for_diff(pilot)
+        for key in keys:
+            await pilot.press(key)
+            await pilot.pause()
         await pilot.pause(0.5)
         (ROOT / "docs/screenshots" / name).write_text(app.export_screenshot(title=name.removesuffix(".svg")))
 
