@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import re
+import weakref
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -62,7 +63,17 @@ class EventRoles:
     graph_input: np.ndarray = None  # bool: copies inputs into a CUDA graph's static buffers (reduce-overhead)
 
 
+_ROLES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
 def event_roles(trace: Trace) -> EventRoles:
+    """The roles of a trace's GPU rows, computed once per trace (comparability and alignment both ask)."""
+    if trace not in _ROLES:
+        _ROLES[trace] = _event_roles(trace)
+    return _ROLES[trace]
+
+
+def _event_roles(trace: Trace) -> EventRoles:
     g = trace.gpu
     n = len(g)
     shapes_of_op = _ShapeReader(trace)

@@ -54,6 +54,7 @@ import numpy as np
 from kerneltui.analysis.compare.anchors import event_roles, valid_shapes
 from kerneltui.analysis.traffic import ITEMSIZE
 from kerneltui.trace.intervals import depth_by_group
+from kerneltui.trace.model import parse_shapes
 from kerneltui.trace.schema import Kind
 
 if TYPE_CHECKING:
@@ -155,18 +156,20 @@ def workload_signature(trace: Trace) -> WorkloadSignature:
     tensors: dict[Shape, set[str]] = {}
     inputs: set[Shape] = set()
     parsed: dict[bytes, list[tuple[Shape, str, int]]] = {}  # one parse per distinct record
+    shapes_at, shapes_len, names = (ev[c].to_numpy() for c in ("shapes_at", "shapes_len", "name"))
+    graph_calls = {i for i, n in enumerate(trace.names) if n in GRAPH_CALLS}
     for row in mine.tolist():
-        start, length = int(ev["shapes_at"].iat[row]), int(ev["shapes_len"].iat[row])
+        start, length = int(shapes_at[row]), int(shapes_len[row])
         blob = bytes(trace.shapes_blob[start : start + length])
         if blob not in parsed:
-            parsed[blob] = _tensor_args(trace.shapes(row))
+            parsed[blob] = _tensor_args(valid_shapes(parse_shapes(blob)))
         args = parsed[blob]
         for shape, tag, _ in args:
             if shape:
                 tensors.setdefault(shape, set()).add(tag)
         if row in outermost and args:
             # a compiled graph's call takes the workload's own inputs (and parameters): all of them
-            whole = trace.name(int(ev["name"].iat[row])) in GRAPH_CALLS
+            whole = int(names[row]) in graph_calls
             first = args[0][2]
             inputs.update(shape for shape, _, arg in args if (whole or arg == first) and shape)
     if not inputs:  # no outermost op recorded a tensor: every tensor stands in
