@@ -228,3 +228,22 @@ def test_not_a_trace_is_one_line_and_exit_2(tmp_path):
     assert result.stdout == ""
     assert len(result.stderr.splitlines()) == 1 and result.stderr.startswith(f"kerneltui: {bad}")
     assert "Traceback" not in result.stderr
+
+
+def test_json_of_a_training_pair_has_the_figures_named_for_what_they_measure():
+    a, b = shared_trace("resnet18_train_eager"), shared_trace("resnet18_train_compiled")
+    doc = json.loads(kerneltui("diff", str(a), str(b), "--format", "json").stdout)
+    for side in ("a", "b"):
+        s = doc[side]
+        assert s["span_note"] == "profiler-distorted" and s["span_ns"] > 0
+        assert s["dispatch_ns"] == s["wall_ns"]  # the old name, kept for scripts
+        assert 0 < s["busy_in_steps"] < 1
+        assert s["compile"]["recompiles_in_profile"] == 0
+        assert s["reference_tensor"] == "[64, 64, 64, 64] bf16" and s["largest_tensor"] == 33_554_432
+    assert (round(doc["a"]["busy_in_steps"], 3), round(doc["b"]["busy_in_steps"], 3)) == (0.160, 0.099)
+    assert doc["ratios"]["span_ns"] is None  # both sides paced by the profiled CPU
+    assert doc["ratios"]["bytes"] == pytest.approx(doc["ratios"]["transfers"])
+    convs = [m for m in doc["matches"] if m["reason"].startswith("same conv")]
+    # every convolution row has its FLOPs, whatever memset or layout kernel rides with it
+    assert len(convs) == 20 and all(m["a_flops"] > 0 and m["b_flops"] > 0 and m["a_tflops"] > 100 for m in convs)
+    assert not any(k.startswith("a_mem") or k.endswith("_rows") for k in doc["matches"][0])
