@@ -60,21 +60,16 @@ def rate(gbs: float, share: float, above: bool, tflops: float = math.nan, flops_
     return text
 
 
-MEMORY_SHOWN = 0.1  # a row's memory-bound part is rated beside its FLOP/s from this share of its time
-
-
 def side_rate(m, side: str) -> str:
     """One side of a matched row: FLOP/s of its GEMMs, convolutions and attention, GB/s of the rest
     where that is at least a tenth of its time ("713 TFLOP/s 72% + 2,100 GB/s 44%")."""
     g = lambda name: getattr(m, f"{side}_{name}")  # noqa: E731
-    ns, judged, tflops = g("ns"), g("judged_ns"), g("tflops")
-    memory = rate(g("gbs"), g("peak_share"), bool(g("above_peak")))
+    judged, tflops = g("judged_ns"), g("tflops")
+    memory = rate(g("gbs"), g("peak_share"), bool(g("above_peak")))  # null on a FLOP row's minor part
     if not judged:
         return memory
     compute = rate(math.nan, math.nan, False, tflops, g("flops_share")) if tflops == tflops else "FLOP/s unknown"
-    if ns and g("mem_ns") >= MEMORY_SHOWN * ns and memory != "–":
-        return f"{compute} + {memory}"
-    return compute
+    return f"{compute} + {memory}" if memory != "–" else compute
 
 
 def headline_rows(d: TraceDiff) -> list[tuple[str, str, str, str]]:
@@ -83,7 +78,7 @@ def headline_rows(d: TraceDiff) -> list[tuple[str, str, str, str]]:
     Every figure is named for what it measures; a figure the profiler distorts gets no ratio."""
     a, b, r = d.a, d.b, d.ratios
     unit = b.unit
-    cpu_known = r.get("cpu_ns") == r.get("cpu_ns")
+    cpu_recorded = a.cpu_ns == a.cpu_ns and b.cpu_ns == b.cpu_ns
     return [
         ("device", printable(a.device), printable(b.device), ""),
         (f"{unit}s", *(printable(f"{s.iterations} ({source_label(s)})") for s in (a, b)), ""),
@@ -92,7 +87,7 @@ def headline_rows(d: TraceDiff) -> list[tuple[str, str, str, str]]:
         (f"GPU time/{unit}", fmt_ns(a.gpu_ns), fmt_ns(b.gpu_ns), ratio(r["gpu_ns"])),
         (f"GPU busy in {unit}s", busy_text(a), busy_text(b), ""),
         (f"CPU dispatch/{unit}", fmt_ns(a.dispatch_ns), fmt_ns(b.dispatch_ns), PROFILED),
-        (f"CPU ops/{unit}", fmt_ns(a.cpu_ns), fmt_ns(b.cpu_ns), PROFILED if cpu_known else "not compared"),
+        (f"CPU ops/{unit}", fmt_ns(a.cpu_ns), fmt_ns(b.cpu_ns), PROFILED if cpu_recorded else "not recorded"),
         ("bound by", _bound(a), _bound(b), ""),
         (f"bytes moved/{unit}", bytes_text(a), bytes_text(b), ratio(r["bytes"])),
         ("array-sized transfers", num(a.transfers, 1), num(b.transfers, 1), ratio(r["transfers"])),
@@ -107,7 +102,9 @@ def span_text(s: SideFacts) -> str:
     """'467.7µs', '122.7µs distorted' (CPU-paced under the profiler), 'unknown' (every step held start-up)."""
     if s.span_ns is None:
         return "unknown (start-up)" if "start-up" in s.span_note else "unknown"
-    return fmt_ns(s.span_ns) + (" distorted" if s.span_note == "profiler-distorted" else "")
+    used, settled = s.span_steps
+    text = fmt_ns(s.span_ns) + (" distorted" if s.span_note == "profiler-distorted" else "")
+    return text + (f" ({used} of {settled})" if used < settled else "")
 
 
 def busy_text(s: SideFacts) -> str:
@@ -129,6 +126,10 @@ def explanations(d: TraceDiff) -> list[str]:
     out = [f"span: a {unit} as a timer sees it, from its start (or the end of the GPU work queued before "
            f"it) to the end of its GPU work"]
     notes = {s.span_note for s in (d.a, d.b) if s.span_note}
+    partial = [s for s in (d.a, d.b) if s.span_steps[0] < s.span_steps[1]]
+    if partial:
+        out[0] += (f"; (n of m): the median of the n settled {unit}s the GPU paced, the profiled CPU paced "
+                   "the others")
     if "profiler-distorted" in notes:
         out[0] += f"; distorted: the profiled CPU paced every {unit}, so no ratio"
     if any(n.startswith("unknown") for n in notes):

@@ -26,7 +26,7 @@ def test_diff_of_the_example_pair_at_80x24(terminal):
     assert lines[2].rstrip() == " and B held the profiler's start-up, so whether the CPU decides is unknown."
     assert lines[3].rstrip() == "           A add_relu_1M_eager.json.gz     B add_relu_1M_compiled.json.gz   B/A"
     # one profiled call each, holding the profiler's start-up: its span is unknown, not the CPU's window
-    assert lines[4].rstrip() == " GPU·span  4.26µs · unknown                2.53µs · unknown               0.59x"
+    assert lines[4].rstrip() == " GPU·span  4.26µs · unknown (start-up)     2.53µs · unknown (start-up)    0.59x"
     assert lines[5].startswith("▔rows: largest change first▔")  # the order, in words, and its arrow below
     assert lines[6].rstrip() == "kernel (A → B)                                 n/call      GPU µs/call     Δ µs▼"
     assert lines[7].rstrip() == "add + clamp_min → triton_poi_fused_add_relu_0   2 → 1      4.26 → 2.53     -1.73"

@@ -54,7 +54,7 @@ def test_small_inputs_are_cpu_bound_and_b_is_slower_end_to_end():
     d = pair("add_relu_100")
     assert (d.a.bound, d.b.bound) == ("cpu", "cpu")
     assert d.verdict.kind == "slower" and d.verdict.quantity == "end to end"
-    assert "B is slower end to end, at least 1.35x" in d.verdict.text
+    assert "B is slower end to end, at least 1.20x" in d.verdict.text
 
 
 def test_1e7_is_undecided_not_a_wrong_story():
@@ -70,7 +70,7 @@ def test_norm_chain_ten_kernels_become_one_and_b_is_faster_end_to_end():
     [row] = d.matches.itertuples()
     assert row.b_name == "triton_red_fused_add_div_mean_mul_sigmoid_std_sub_0"
     assert (row.a_count, row.b_count) == (10, 1) and len(row.a_keys) == 9  # add and sub share one kernel
-    assert d.verdict.kind == "faster" and d.verdict.text.startswith("B is faster end to end, at least 1.93x")
+    assert d.verdict.kind == "faster" and d.verdict.text.startswith("B is faster end to end, at least 1.47x")
 
 
 def test_mlp_gemms_same_and_elementwise_fused():

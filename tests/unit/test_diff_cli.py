@@ -32,8 +32,8 @@ launches/call         2                     1                        0.50x
 span/call             unknown (start-up)    unknown (start-up)           –
 GPU time/call         4.26µs                2.53µs                   0.59x
 GPU busy in calls     unknown               unknown
-CPU dispatch/call     452.9µs               917.1µs               profiled
-CPU ops/call          155.4µs               661.1µs               not compared
+CPU dispatch/call     185.8µs               664.4µs               profiled
+CPU ops/call          155.4µs               661.1µs               profiled
 bound by              unknown               unknown
 bytes moved/call      20.0 MB               12.0 MB                  0.60x
 array-sized transfers 5                     3                        0.60x
@@ -81,12 +81,13 @@ def test_launch_bound_is_stated_in_the_table():
     out = kerneltui("diff", str(a), str(b), "--format", "table").stdout
     # the first call holds the profiler's start-up: the median of the other two
     assert "CPU ops/call          37.6µs                152.2µs               profiled\n" in out
+    assert "CPU dispatch/call     40.5µs                153.6µs               profiled\n" in out
     # both sides paced by the profiled CPU: their spans are shown, marked, and get no ratio
     assert "span/call             40.1µs distorted      138.2µs distorted            –\n" in out
     assert "bound by              CPU                   CPU\n" in out
     assert (
         "CPU-bound: B's GPU time fell 1.89 → 0.72 µs per call, but launching takes 37.6 →\n"
-        "  152.2 µs of CPU ops per call: B is slower end to end, at least 1.35x, even\n"
+        "  152.2 µs of CPU ops per call: B is slower end to end, at least 1.20x, even\n"
         "  allowing for the profiler's overhead.\n"
     ) in out
 
@@ -109,8 +110,8 @@ def test_markdown_of_the_example_pair():
         '| span/call | unknown (start-up) | unknown (start-up) | – |\n'
         '| GPU time/call | 4.26µs | 2.53µs | 0.59x |\n'
         '| GPU busy in calls | unknown | unknown |  |\n'
-        '| CPU dispatch/call | 452.9µs | 917.1µs | profiled |\n'
-        '| CPU ops/call | 155.4µs | 661.1µs | not compared |\n'
+        '| CPU dispatch/call | 185.8µs | 664.4µs | profiled |\n'
+        '| CPU ops/call | 155.4µs | 661.1µs | profiled |\n'
         '| bound by | unknown | unknown |  |\n'
         '| bytes moved/call | 20.0 MB | 12.0 MB | 0.60x |\n'
         '| array-sized transfers | 5 | 3 | 0.60x |\n'
@@ -146,9 +147,12 @@ def test_json_of_the_example_pair():
     }
     assert doc["comparable"] == {"ok": True, "reasons": []}
     assert (doc["a"]["bound"], doc["b"]["bound"]) == ("unknown", "unknown")
-    # the CPU dispatch span (the profiler window, less its overhead), under its new name and its old one
-    assert (doc["a"]["dispatch_ns"], doc["b"]["dispatch_ns"]) == (452894, 917093)
-    assert (doc["a"]["wall_ns"], doc["b"]["wall_ns"]) == (452894, 917093)
+    # the CPU dispatch span under its new name and its old one: the whole-trace call's ops, from the first's
+    # start to the last's end, less the profiler's overhead (not its window, idle before the first op)
+    assert (doc["a"]["dispatch_ns"], doc["b"]["dispatch_ns"]) == (185775, 664446)
+    assert (doc["a"]["wall_ns"], doc["b"]["wall_ns"]) == (185775, 664446)
+    # no step settled: neither the span nor the profiled CPU figures get a ratio
+    assert [doc["ratios"][k] for k in ("span_ns", "dispatch_ns", "wall_ns", "cpu_ns")] == [None] * 4
     # one call each, and it held the profiler's start-up: no span, no busy share, no span ratio
     assert (doc["a"]["span_ns"], doc["a"]["busy_in_steps"], doc["ratios"]["span_ns"]) == (None, None, None)
     assert doc["a"]["span_note"] == "unknown: every profiled call held the profiler's start-up"

@@ -351,6 +351,7 @@ def _absorb_epilogues(a: Side, b: Side, rows: list[Row]) -> None:
 def merge(rows: list[Row], a: Side, b: Side) -> list[Row]:
     """Rows with the same content (phase, kind, kernel sequences) become one."""
     merged: dict[tuple, Row] = {}
+    reasons: dict[tuple, dict[str, None]] = {}
     for row in rows:
         key = (row.phase, row.kind, tuple(a.keys[row.a_rows].tolist()), tuple(b.keys[row.b_rows].tolist()))
         if key in merged:
@@ -360,4 +361,9 @@ def merge(rows: list[Row], a: Side, b: Side) -> list[Row]:
                 merged[key].confidence = row.confidence
         else:
             merged[key] = Row(row.kind, row.phase, list(row.a_rows), list(row.b_rows), row.reason, row.confidence)
+        reasons.setdefault(key, {})[row.reason] = None
+    for key, row in merged.items():
+        if len(reasons[key]) > 1:  # the same kernels for calls of other shapes: say the first is one of several
+            row.reason += f" (and {len(reasons[key]) - 1} more {'call' if len(reasons[key]) == 2 else 'calls'} " \
+                          "of other shapes, run by the same kernels)"
     return list(merged.values())

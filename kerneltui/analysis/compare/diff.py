@@ -74,6 +74,7 @@ class SideFacts:
     dispatch_ns: float = math.nan  # the CPU dispatch span per step/call: the step's span on the CPU
     busy_in_steps: float | None = None  # GPU busy share of the spans (0-1), None with span_ns
     span_note: str = ""  # "" or why the span is no measure: "profiler-distorted", "unknown: ..."
+    span_steps: tuple[int, int] = (0, 0)  # (steps the span is the median of, settled steps with GPU work)
     reference_tensor: str = ""  # "[64, 3, 128, 128] bf16": the tensor transfers are counted in
 
 
@@ -147,9 +148,13 @@ def diff_traces(a: Trace, b: Trace, provenance: Provenance | None = None) -> Tra
     }
     if "unknown" in (side_a.bound, side_b.bound):
         ratios["cpu_ns"] = math.nan
-    # a span the profiler distorts (or that is unknown) is no measure of its side: no ratio
+    # a span the profiler distorts (or that is unknown) is no measure of its side: no ratio; nor are the
+    # profiled CPU figures then (they would be the profiler's ratio, pointing either way)
     spans_measure = not (side_a.span_note or side_b.span_note)
     ratios["span_ns"] = _ratio(side_b.span_ns, side_a.span_ns) if spans_measure else math.nan
+    if not spans_measure:
+        for name in ("wall_ns", "dispatch_ns", "cpu_ns"):
+            ratios[name] = math.nan
     notes = _notes(a, b, side_a, side_b, comparable, pairs)
     if provenance is not None and side is None:
         example = f", e.g. {provenance.kernels[0].name}" if provenance.kernels else ""
@@ -218,6 +223,7 @@ def _side(label: str, trace: Trace, traffic: Traffic, t: Timing, reference: tupl
         dispatch_ns=t.dispatch_ns,
         busy_in_steps=t.busy_in_steps,
         span_note=t.span_note,
+        span_steps=t.span_steps,
     )
 
 
@@ -251,7 +257,10 @@ def _with_rates(m: pd.DataFrame, a: SideFacts, b: SideFacts, ta: Traffic, tb: Tr
         # memory-bound work by GB/s; a row of host copies as a whole, against the host link
         mem_ns = np.where(host, ns, m[f"{side}_mem_ns"].to_numpy(np.float64))
         mem_bytes = np.where(host, by, m[f"{side}_mem_bytes"].to_numpy(np.float64))
-        m[f"{side}_gbs"] = mem_bytes / np.where(mem_ns > 0, mem_ns, np.nan)
+        gbs = mem_bytes / np.where(mem_ns > 0, mem_ns, np.nan)
+        # a GEMM row's cuBLAS memset is no bandwidth to show: GB/s from a tenth of the row's time
+        minor = (m[f"{side}_judged_ns"].to_numpy(np.float64) > 0) & (mem_ns < MEMORY_SHOWN * ns)
+        m[f"{side}_gbs"] = np.where(minor & ~host, np.nan, gbs)
         peak = device.bandwidth_gbs if device else np.nan
         link = (device.host_link_gbs if device else None) or np.nan
         m[f"{side}_peak_share"] = m[f"{side}_gbs"] / np.where(host, link, peak)
@@ -304,6 +313,7 @@ def _facts(a: SideFacts, b: SideFacts, matches: pd.DataFrame) -> list[str]:
     return facts
 
 
+MEMORY_SHOWN = 0.1  # a row's memory-bound part is rated beside its FLOP/s from this share of its time
 KNOWN_ENOUGH = 0.995  # below this share of GPU time with known bytes, the headline says how much is known
 
 

@@ -26,8 +26,7 @@ from kerneltui.analysis.traffic import FLOP_BASES
 from kerneltui.analysis.provenance.split import SideProvenance
 
 MATCH_COLUMNS = ["kind", "phase", "name", "a_name", "b_name", "a_keys", "b_keys", "a_count", "b_count", "a_ns",
-                 "b_ns", "delta_ns", "a_bytes", "b_bytes", "a_flops", "b_flops", "a_dtype", "b_dtype", "a_largest",
-                 "b_largest", "a_max_gbs", "b_max_gbs", "confidence", "reason", "region", "a_rows", "b_rows",
+                 "b_ns", "delta_ns", "a_bytes", "b_bytes", "a_flops", "b_flops", "a_dtype", "b_dtype", "a_max_gbs", "b_max_gbs", "confidence", "reason", "region", "a_rows", "b_rows",
                  "a_host_copy", "b_host_copy", "a_flop_ns", "b_flop_ns", "a_mem_bytes", "b_mem_bytes", "a_mem_ns",
                  "b_mem_ns", "a_judged_ns", "b_judged_ns"]
 # per-row working columns the outputs do not show (the rows' rates are made from them)
@@ -48,7 +47,6 @@ class SideColumns:
         t = traffic.table
         self.bytes = t["bytes"].to_numpy(np.float64)
         self.flops = t["flops"].to_numpy(np.float64)
-        self.largest = t["largest"].to_numpy(np.float64)
         self.dtype = t["dtype"].astype(str).to_numpy()
         basis = t["basis"].astype(str)
         # host<->device copies are judged against the host link, not HBM
@@ -88,7 +86,6 @@ def _record(row: Row, a: SideColumns, b: SideColumns, pairs: int) -> dict:
         rec[f"{label}_judged_ns"] = float(side.dur[judged].sum()) / pairs  # FLOP-judged, known or not
         rec[f"{label}_dtype"] = (side.dtype[judged[np.argmax(side.dur[judged])]] if len(judged)
                                  else side.dtype[rr[0]] if len(rr) else "")
-        rec[f"{label}_largest"] = float(np.nanmax(side.largest[rr])) if len(rr) and np.isfinite(side.largest[rr]).any() else np.nan
         rec[f"{label}_max_gbs"] = _fastest(side, rr)
         rec[f"{label}_host_copy"] = bool(len(rr)) and bool(side.host_copy[rr].all())
     rec["delta_ns"] = rec["b_ns"] - rec["a_ns"]
