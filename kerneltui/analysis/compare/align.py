@@ -364,6 +364,6 @@ def merge(rows: list[Row], a: Side, b: Side) -> list[Row]:
         reasons.setdefault(key, {})[row.reason] = None
     for key, row in merged.items():
         if len(reasons[key]) > 1:  # the same kernels for calls of other shapes: say the first is one of several
-            row.reason += f" (and {len(reasons[key]) - 1} more {'call' if len(reasons[key]) == 2 else 'calls'} " \
-                          "of other shapes, run by the same kernels)"
+            others = len(reasons[key]) - 1
+            row.reason += f" (and {others} other {'shape' if others == 1 else 'shapes'}, run by the same kernels)"
     return list(merged.values())

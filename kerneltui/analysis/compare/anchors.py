@@ -101,7 +101,7 @@ def _event_roles(trace: Trace) -> EventRoles:
         if aid not in identity:
             if by_op:
                 shapes = shapes_of_op(op_row)
-                identity[aid] = (library[i], ops[i], _shape_key(shapes))
+                identity[aid] = (library[i], ops[i], _shape_key(shapes, 3 if library[i] == "conv" else 2))
                 call[aid] = library_call(library[i], ops[i], shapes)
             else:
                 identity[aid] = (library[i], keys[i])
@@ -219,12 +219,13 @@ def _library_class(op: str, name: str, kind: int) -> str:
     return ""
 
 
-def _shape_key(shapes: dict | None) -> tuple:
-    """The op's first two operands of highest rank: what it computes on (not addmm's bias, not the
-    ``out=`` buffer Inductor adds)."""
+def _shape_key(shapes: dict | None, count: int = 2) -> tuple:
+    """The op's first ``count`` operands of highest rank: what it computes on (not addmm's bias, not the
+    ``out=`` buffer Inductor adds). Three for a convolution: its backward's gradient, input and weight
+    (a 1x1 and a 3x3 convolution may share the first two)."""
     tensors = [d for d in (_tensor_dims(shapes) or []) if d]
     rank = max((len(d) for d in tensors), default=0)
-    return tuple(_freeze(d) for d in tensors if len(d) == rank)[:2]
+    return tuple(_freeze(d) for d in tensors if len(d) == rank)[:count]
 
 
 def _freeze(value):
