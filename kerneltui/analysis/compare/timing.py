@@ -334,7 +334,7 @@ def verdict(a: Timing, b: Timing, comparability: Comparability | None = None) ->
                 f"profiled dispatch with all of its GPU work after it ({_pair(high_b, low_a, ' vs ')} for A's "
                 f"GPU) is shorter than A needs")
         return Verdict("faster", _sentences(head, distorted + notes), factor, "end to end",
-                       f"B is faster end to end, at least {factor:.2f}x (GPU and profiled CPU both shorter)")
+                       f"B is faster end to end, at least {factor:.2f}x (all of its profiled step < A's GPU time)")
     if high_a < low_b:
         factor = low_b / high_a
         head = (f"CPU-bound: B's GPU time {moved} per {unit}, but launching takes {cpu_pair}: "
