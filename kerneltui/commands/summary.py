@@ -28,6 +28,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="only kernels whose name contains TEXT (case-insensitive); '/REGEX' matches a regular expression",
     )
     parser.add_argument("--launches", action="store_true", help="list every launch in time order instead of grouping")
+    parser.add_argument("--by", choices=("kernel", "module"), default="kernel",
+                        help="module: GPU time per nn.Module (or forward op), forward and backward, "
+                             "with the optimizer and the loss (docs/modules.md)")
     parser.add_argument("--full-names", action="store_true", help="show full kernel names in the table")
     parser.add_argument("--no-cache", action="store_true", help="read the trace afresh: neither use nor write the column cache")
 
@@ -48,11 +51,34 @@ def run(args: argparse.Namespace) -> int:
 
     if is_job(args.trace):
         return run_job(args)
-    if args.format == "markdown" or args.scheduler:
+    if args.scheduler or (args.format == "markdown" and args.by != "module"):
         raise UserError(f"--{'format markdown' if args.format == 'markdown' else 'scheduler'} is for a job: "
-                        "a directory of rank traces, or several rank files")
+                        "a directory of rank traces, or several rank files (or for --by module)")
     args.trace = args.trace[0]
-    return run_trace(args)
+    return run_modules(args) if args.by == "module" else run_trace(args)
+
+
+def run_modules(args: argparse.Namespace) -> int:
+    from kerneltui import module_report
+    from kerneltui.analysis.modules import module_tree
+    from kerneltui.errors import UserError
+    from kerneltui.terminal_text import printable
+    from kerneltui.trace import load_trace
+
+    if args.filter or args.launches or args.full_names:
+        raise UserError("--filter, --launches and --full-names are for --by kernel")
+    trace = load_trace(args.trace, cache=False if args.no_cache else None)
+    tree = module_tree(trace)
+    path = trace.meta.path
+    text = {"json": lambda: module_report.as_json(tree, path),
+            "csv": lambda: module_report.as_csv(tree, for_terminal=sys.stdout.isatty()),
+            "markdown": lambda: module_report.as_markdown(tree, path),
+            "table": lambda: module_report.as_table(tree, path, top=args.top)}[args.format]()
+    sys.stdout.write(text)
+    sys.stdout.flush()
+    for warning in trace.meta.warnings:
+        print(printable(f"kerneltui: {trace.meta.path}: {warning}"), file=sys.stderr)
+    return 2 if trace.meta.incomplete else 0
 
 
 def run_job(args: argparse.Namespace) -> int:
@@ -61,8 +87,8 @@ def run_job(args: argparse.Namespace) -> int:
     from kerneltui.errors import UserError
     from kerneltui.terminal_text import printable
 
-    if args.top or args.filter or args.launches or args.full_names:
-        raise UserError("--top, --filter, --launches and --full-names are for one trace, not a job")
+    if args.top or args.filter or args.launches or args.full_names or args.by != "kernel":
+        raise UserError("--top, --filter, --launches, --full-names and --by are for one trace, not a job")
     job = summarize_job(args.trace, cache=False if args.no_cache else None, scheduler=args.scheduler)
     text = {"json": ranks_report.as_json, "csv": ranks_report.as_csv, "markdown": ranks_report.as_markdown,
             "table": ranks_report.as_table}[args.format](job)

@@ -168,3 +168,39 @@ def test_cuda_only_traces_say_cpu_time_was_not_recorded():
     lines = kerneltui("summary", str(shared_trace("add_relu_1M_eager_cudaonly"))).stdout.splitlines()
     assert lines[4] == "per call    2 launches, 4.58µs GPU, CPU not recorded"
     assert lines[6] == "CPU ops     not recorded (the profile has CUDA activity only)"
+
+
+# -- summary --by module ----------------------------------------------------------------------------------
+
+def test_by_module_table_is_the_tree_in_80_columns():
+    result = kerneltui("summary", str(shared_trace("gpt_train_eager")), "--by", "module", "--top", "5")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    assert lines[1] == "GPU time 11.82ms, 99.8% placed on a module, the optimizer or the loss; times"
+    head = lines.index("module                               forward  backward     total launches  share")
+    assert lines[head + 1:head + 4] == [
+        "TinyGPT_0                             2.92ms    6.70ms    9.63ms      903  81.4%",
+        "  Block_1                            639.0µs    1.42ms    2.06ms      189  17.4%",
+        "    Sequential_1                     279.1µs   614.8µs   893.9µs       72   7.6%",
+    ]
+    # what no rule placed, its total under the total column
+    assert lines[-1] == "(outside any module)                                      20.4µs        9   0.2%"
+    assert lines[-1].index("20.4µs") + 6 == lines[head].index("total") + 5
+
+
+def test_by_module_json_csv_and_markdown():
+    trace = str(shared_trace("resnet18_train_eager"))
+    doc = json.loads(kerneltui("summary", trace, "--by", "module", "--format", "json").stdout)
+    assert (doc["by"], doc["attributed_share"], doc["unattributed"]) == ("forward op", 1.0, [])
+    assert doc["modules"][0]["path"] == "aten::conv2d #1" and doc["modules"][0]["parent"] is None
+    rows = list(csv.DictReader(io.StringIO(kerneltui("summary", trace, "--by", "module", "--format", "csv").stdout)))
+    assert rows[0]["path"] == "aten::conv2d #1" and rows[0]["total_ns"] == "753376"
+    md = kerneltui("summary", trace, "--by", "module", "--format", "markdown").stdout
+    assert md.startswith("### GPU time by forward op: `") and "| aten::conv2d #1 | 532.1µs | 221.3µs |" in md
+
+
+def test_by_module_refuses_what_is_for_kernels_in_one_line():
+    result = kerneltui("summary", EAGER, "--by", "module", "--filter", "add")
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == ["kerneltui: --filter, --launches and --full-names are for --by kernel"]

@@ -1,0 +1,292 @@
+"""Every GPU event on the user's code: forward and backward placed on the forward op and its nn.Module.
+
+``attribute(trace)`` gives, per row of ``trace.gpu``, where its time belongs (a table any
+view groups by: the module tree, ``summary --by module``, the per-module diff):
+
+* **forward** (launched in a step, not from the autograd engine or the optimizer): the
+  launching op is its forward op; its place is the innermost ``nn.Module`` around the
+  launch (``with_stack`` frames).
+* **backward**: from the launching op, the nearest enclosing op with a ``Sequence number``
+  (the autograd node, ``AddmmBackward0``, or the engine's ``evaluate_function`` around it,
+  which holds the node's own work such as a bias gradient's ``sum``). Its forward op is
+  the op that made the node in the forward pass: of the forward ops recording the
+  node's sequence number, the last to start (an op records the number the next node
+  will take, so ops before the maker share it: an input's ``aten::to``, the
+  ``nll_loss`` around ``nll_loss_forward``). The ends of a ``fwdbwd`` flow join the
+  same two ops; torch 1.8 traces have the numbers and no flows. Its place is that
+  forward op's module.
+* **optimizer**: launched inside ``Optimizer.step#…``/``zero_grad#…``: "optimizer", with
+  the optimizer's class.
+* **loss**: a forward op (or the forward op of a backward node) inside a loss op
+  (``cross_entropy``, ``nll_loss``, ``mse_loss``…) and outside every module: "loss".
+* **compiled code**: a kernel Inductor generated, placed on the modules its provenance
+  record names (``kerneltui capture`` writes it); without a record, "whole model
+  (compiled region)", never a layer it may not belong to.
+
+A trace without module frames (no ``with_stack``) places each event on its forward op's
+outermost op instead, numbered by name within its step so the same op of every step
+merges: ``aten::conv2d #17``. ``by`` says which.
+
+What no rule places is named for what it is (``unplaced``): "outside the steps", "outside
+any module", "autograd engine" (a backward op with no forward op: gradient accumulation,
+``AccumulateGrad``), "no launching op" (CUDA-graph replays without a record, CUDA-only
+traces).
+"""
+
+from __future__ import annotations
+
+import re
+import weakref
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from kerneltui.analysis.compare.phases import OPTIMIZER_PREFIXES, gpu_compiled, gpu_phases, named_rows
+from kerneltui.analysis.provenance.join import records_of
+from kerneltui.trace.frames import MODULE_FRAME, innermost_frames, sources
+from kerneltui.trace.intervals import Nesting
+from kerneltui.trace.model import Trace
+from kerneltui.trace.schema import Kind
+
+OPTIMIZER = "optimizer"
+LOSS = "loss"
+COMPILED = "whole model (compiled region)"
+UNPLACED = ("outside the steps", "outside any module", "autograd engine", "no launching op")
+LOSS_OPS = re.compile(r"^aten::(cross_entropy_loss|nll_loss\w*|mse_loss|l1_loss|smooth_l1_loss|huber_loss|kl_div"
+                      r"|binary_cross_entropy\w*|soft_margin_loss|multi_margin_loss|multilabel_margin_loss\w*"
+                      r"|hinge_embedding_loss|cosine_embedding_loss|margin_ranking_loss|triplet_margin_loss"
+                      r"|poisson_nll_loss|ctc_loss|_ctc_loss)$")
+AUTOGRAD_NODE = re.compile(r"Backward\d*$|^autograd::|^torch::autograd::")
+OPTIMIZER_CLASS = re.compile(r"^Optimizer\.(?:step|zero_grad)#(?P<cls>[^.]+)\.")
+
+
+@dataclass(frozen=True, eq=False)
+class Attribution:
+    """Per row of ``trace.gpu`` (read-only arrays)."""
+
+    by: str  # "module" (the trace has nn.Module frames) or "forward op"
+    phase: np.ndarray  # "forward", "backward", "optimizer", "" (outside the steps)
+    unit: np.ndarray  # the place: "TinyGPT_0.Block_3.Linear_12", "aten::conv2d #17", "optimizer", "loss", or ""
+    unplaced: np.ndarray  # why the row has no place (one of UNPLACED), "" where placed
+    forward_op: np.ndarray  # event row of its forward op, -1 where none
+    source: np.ndarray  # the forward op's user source line, "" where unknown
+    how: np.ndarray  # "frames", "sequence", "provenance", "compiled region", "forward op", "optimizer", ""
+    labels: dict  # unit -> how it is shown ("optimizer (AdamW)")
+
+    @property
+    def placed(self) -> np.ndarray:
+        return self.unit != ""
+
+
+_CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def attribute(trace: Trace) -> Attribution:
+    """The attribution of a trace, computed once per trace (every view asks)."""
+    if trace not in _CACHE:
+        _CACHE[trace] = _attribute(trace)
+    return _CACHE[trace]
+
+
+def _attribute(trace: Trace) -> Attribution:
+    g = trace.gpu
+    n = len(g)
+    ev = trace.events
+    phase = gpu_phases(trace)
+    lane, t = g["launch_lane"].to_numpy(), g["launch_ts"].to_numpy()
+    op_row = g["op_row"].to_numpy()
+    by = "module" if _has_modules(trace) else "forward op"
+
+    forward_op = np.where(phase == "forward", op_row, -1)
+    backward = np.flatnonzero(phase == "backward")
+    node = _innermost_of(trace, _rows_with_sequence(trace), lane[backward], t[backward])
+    forward_op[backward] = _forward_of_nodes(trace, node)
+
+    unit = np.full(n, "", dtype=object)
+    unplaced = np.full(n, "", dtype=object)
+    how = np.full(n, "", dtype=object)
+    source = np.full(n, "", dtype=object)
+    labels: dict[str, str] = {}
+
+    # where the forward op is: launches of the forward pass at the launch, the backward's forward op at itself
+    has_op = forward_op >= 0
+    at_lane = np.where(phase == "forward", lane, ev["lane"].to_numpy()[np.clip(forward_op, 0, None)])
+    at_t = np.where(phase == "forward", t, ev["ts"].to_numpy()[np.clip(forward_op, 0, None)])
+    loss = has_op & (_innermost_of(trace, named_rows(trace, Kind.CPU_OP, LOSS_OPS.match), at_lane, at_t) >= 0)
+    if by == "module":
+        module, source[:] = _modules(trace, at_lane, at_t, has_op)
+        placed = has_op & (module != "")
+        unit[placed] = module[placed]
+        how[placed] = np.where(phase[placed] == "backward", "sequence", "frames")
+    else:
+        keys = _forward_op_keys(trace, at_lane, at_t, has_op)
+        placed = has_op & (keys != "")
+        unit[placed] = keys[placed]
+        how[placed] = "forward op"
+    unit[loss & ~placed] = LOSS
+    how[loss & ~placed] = "loss op"
+
+    compiled = _compiled_places(trace, phase, forward_op)
+    records = records_of(trace)
+    for i in np.flatnonzero(compiled).tolist():
+        record = records[i]
+        paths = [p for p in (record.module_paths if record is not None else ()) if p]
+        unit[i] = _provenance_path(paths[0]) if paths else COMPILED
+        how[i] = "provenance" if paths else "compiled region"
+    # graph replays have no op: a record still places them
+    for i in np.flatnonzero((op_row < 0) & (phase != "") & (unit == "")).tolist():
+        record = records[i]
+        paths = [p for p in (record.module_paths if record is not None else ()) if p]
+        if paths:
+            unit[i], how[i] = _provenance_path(paths[0]), "provenance"
+
+    optimizer = phase == "optimizer"
+    unit[optimizer] = OPTIMIZER
+    how[optimizer] = "optimizer"
+    labels[OPTIMIZER] = _optimizer_label(trace, lane[optimizer], t[optimizer])
+
+    outside = phase == ""
+    unit[outside] = ""
+    unplaced[outside] = "outside the steps"
+    rest = (unit == "") & ~outside
+    unplaced[rest & (phase == "backward") & ~has_op] = "autograd engine"
+    unplaced[rest & (op_row < 0) & (phase != "backward")] = "no launching op"
+    unplaced[rest & (unplaced == "")] = "outside any module" if by == "module" else "no forward op"
+    return Attribution(by, phase, unit, unplaced, forward_op, source, how, labels)
+
+
+def _has_modules(trace: Trace) -> bool:
+    if not trace.meta.with_stack:
+        return False
+    names = [n for n in trace.names if n.startswith(MODULE_FRAME)]
+    return bool(names)
+
+
+def _rows_with_sequence(trace: Trace) -> np.ndarray:
+    ev = trace.events
+    return np.flatnonzero((ev["kind"].to_numpy() == Kind.CPU_OP) & (ev["sequence"].to_numpy() >= 0))
+
+
+def _innermost_of(trace: Trace, rows: np.ndarray, lanes: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """Per (lane, time): the tightest of ``rows`` (ops that nest) containing it on that lane, or -1."""
+    out = np.full(len(t), -1, np.int64)
+    if not len(rows) or not len(t):
+        return out
+    ev = trace.events
+    r_lane = ev["lane"].to_numpy()[rows]
+    starts = ev["ts"].to_numpy()[rows]
+    ends = starts + ev["dur"].to_numpy()[rows]
+    for lane in np.unique(lanes).tolist():
+        queries = np.flatnonzero(lanes == lane)
+        mine = r_lane == lane
+        if not mine.any():
+            continue
+        found = Nesting(starts[mine], ends[mine]).innermost(t[queries])
+        out[queries] = np.where(found >= 0, rows[mine][np.clip(found, 0, None)], -1)
+    return out
+
+
+def _forward_of_nodes(trace: Trace, nodes: np.ndarray) -> np.ndarray:
+    """The forward op of each autograd node row (-1 stays -1): the outermost forward op recording its number."""
+    out = np.full(len(nodes), -1, np.int64)
+    if not len(nodes):
+        return out
+    ev = trace.events
+    rows = _rows_with_sequence(trace)
+    names = trace.names_of(ev["name"].to_numpy()[rows])
+    forward = rows[np.array([not AUTOGRAD_NODE.search(str(n)) for n in names], bool)]
+    if not len(forward):
+        return out
+    seq = ev["sequence"].to_numpy()
+    # the op that made the node is the last to start with its number: an op records the number the next
+    # node will take, so the ops before it (an input's aten::to, an outer nll_loss) share it
+    order = np.lexsort((ev["dur"].to_numpy()[forward], -ev["ts"].to_numpy()[forward], seq[forward]))
+    forward = forward[order]
+    numbers = seq[forward]
+    first = np.ones(len(forward), bool)
+    first[1:] = numbers[1:] != numbers[:-1]
+    numbers, forward = numbers[first], forward[first]
+    has = nodes >= 0
+    wanted = seq[nodes[has]]
+    at = np.clip(np.searchsorted(numbers, wanted), 0, len(numbers) - 1)
+    hit = numbers[at] == wanted
+    found = np.full(int(has.sum()), -1, np.int64)
+    found[hit] = forward[at[hit]]
+    out[has] = found
+    return out
+
+
+def _modules(trace: Trace, lanes: np.ndarray, t: np.ndarray, has: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The nn.Module path ("A_0.B_1") and user source line around each (lane, time)."""
+    module = np.full(len(t), "", dtype=object)
+    source = np.full(len(t), "", dtype=object)
+    where = np.flatnonzero(has)
+    if not len(where):
+        return module, source
+    # one frame lookup per distinct place (a backward node's forward op is shared by its kernels)
+    places = pd.DataFrame({"lane": lanes[where], "t": t[where]})
+    distinct = places.drop_duplicates()
+    frames = innermost_frames(trace, distinct["lane"].to_numpy(), distinct["t"].to_numpy())
+    named = sources(trace, frames)
+    table = distinct.assign(module=named["module"].str.replace("/", ".", regex=False).to_numpy(),
+                            source=named["source"].to_numpy())
+    joined = places.merge(table, on=["lane", "t"], how="left")
+    module[where] = joined["module"].fillna("").to_numpy()
+    source[where] = joined["source"].fillna("").to_numpy()
+    return module, source
+
+
+def _forward_op_keys(trace: Trace, lanes: np.ndarray, t: np.ndarray, has: np.ndarray) -> np.ndarray:
+    """'aten::conv2d #17': the outermost op around each (lane, time), numbered by name within its step."""
+    out = np.full(len(t), "", dtype=object)
+    top = trace.top_level_ops()
+    if not len(top):
+        return out
+    ev = trace.events
+    its = trace.iterations
+    names = trace.names_of(ev["name"].to_numpy()[top])
+    step = its.assign(ev["ts"].to_numpy()[top])
+    label = np.full(len(top), "", dtype=object)
+    counters: dict[tuple[int, int, str], int] = {}
+    for i, (name, k, lane) in enumerate(zip(names.tolist(), step.tolist(), ev["lane"].to_numpy()[top].tolist())):
+        if name.startswith(("Torch-Compiled Region", "CompiledFunction")):
+            label[i] = COMPILED
+        elif LOSS_OPS.match(name):
+            label[i] = LOSS
+        else:
+            n = counters[(k, lane, name)] = counters.get((k, lane, name), 0) + 1
+            label[i] = f"{name} #{n}"
+    at = _innermost_of(trace, top, np.where(has, lanes, -1), t)
+    position = pd.Series(np.arange(len(top)), index=top)  # top-level row -> its label
+    found = (at >= 0) & has
+    out[found] = label[position.loc[at[found]].to_numpy()]
+    return out
+
+
+def _compiled_places(trace: Trace, phase: np.ndarray, forward_op: np.ndarray) -> np.ndarray:
+    """Rows of compiled code: launched inside a compiled region (forward), or whose forward op is AOTAutograd's
+    ``CompiledFunction`` or inside a region (backward)."""
+    compiled = gpu_compiled(trace) & (phase == "forward")
+    ev = trace.events
+    backward = np.flatnonzero((phase == "backward") & (forward_op >= 0))
+    if len(backward):
+        names = trace.names_of(ev["name"].to_numpy()[forward_op[backward]])
+        compiled[backward] = np.array([str(n).startswith(("CompiledFunction", "Torch-Compiled Region"))
+                                       for n in names], bool)
+    return compiled
+
+
+def _provenance_path(path: str) -> str:
+    """'Net.block (Block)' -> 'Net.block'."""
+    return path.split(" (", 1)[0]
+
+
+def _optimizer_label(trace: Trace, lanes: np.ndarray, t: np.ndarray) -> str:
+    rows = named_rows(trace, Kind.ANNOTATION, lambda n: n.startswith(OPTIMIZER_PREFIXES))
+    if not len(rows) or not len(t):
+        return OPTIMIZER
+    found = _innermost_of(trace, rows, lanes, t)
+    classes = {m["cls"] for r in found[found >= 0].tolist()
+               if (m := OPTIMIZER_CLASS.match(trace.name(int(trace.events["name"].iat[r]))))}
+    return f"{OPTIMIZER} ({', '.join(sorted(classes))})" if classes else OPTIMIZER
