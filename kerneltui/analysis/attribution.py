@@ -80,6 +80,16 @@ class Attribution:
 
 
 _CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_PLACES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def places(trace: Trace) -> np.ndarray:
+    """Per row of trace.gpu: its place, or "(what)" where none (the module grouping's keys, the scope's test)."""
+    if trace not in _PLACES:
+        a = attribute(trace)
+        out = np.where(a.unit != "", a.unit, np.char.add(np.char.add("(", a.unplaced.astype(str)), ")"))
+        _PLACES[trace] = out.astype(object)
+    return _PLACES[trace]
 
 
 def attribute(trace: Trace) -> Attribution:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from kerneltui.analysis.attribution import attribute
 from kerneltui.analysis.provenance.join import records_of
 from kerneltui.analysis.provenance.records import eager_op_name
 from kerneltui.trace.schema import KIND_LABEL, Kind
@@ -77,6 +78,7 @@ def launch_details(kernels: Kernels, browse: Browse | None, launch: int, full_na
         stack = [trace.name(int(trace.events["name"].iat[a])) for a in trace.ancestors(int(r["launch_row"]))]
         rows.append(("op", " › ".join(stack) if stack else (str(r["op"]) or "–")))
         rows.append(("source", _source(trace, browse, launch)))
+        rows.append(("placed on", placed_text(trace, launch)))
     record = records_of(trace)[launch]
     if record is not None:  # Inductor's own record of this generated kernel (kerneltui capture)
         ops = ", ".join(dict.fromkeys(eager_op_name(o) for o in record.aten_ops)) or "–"
@@ -102,6 +104,23 @@ def launch_details(kernels: Kernels, browse: Browse | None, launch: int, full_na
     else:
         rows += _traffic_rows(trace, browse, launch, kind)
     return Details(full if full_names else short, tuple(rows))
+
+
+def placed_text(trace, launch: int) -> str:
+    """Where the launch's time belongs (analysis/attribution): 'TinyGPT_0.Block_3.Linear_12 (backward of
+    aten::addmm at gpt.py(42): forward)', 'optimizer (AdamW)', '(outside any module)'."""
+    a = attribute(trace)
+    unit = str(a.unit[launch])
+    if not unit:
+        return f"nothing: {a.unplaced[launch]}"
+    text = a.labels.get(unit, unit)
+    if a.phase[launch] == "backward" and a.forward_op[launch] >= 0:
+        forward = trace.name(int(trace.events["name"].iat[int(a.forward_op[launch])]))
+        where = f" at {a.source[launch]}" if a.source[launch] else ""
+        text += f" (backward of {forward}{where})"
+    elif a.how[launch] == "provenance":
+        text += " (Inductor's provenance record)"
+    return text
 
 
 def _step_label(trace, iteration: int) -> str:

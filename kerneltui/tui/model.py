@@ -19,7 +19,9 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 
+from kerneltui.analysis.attribution import places
 from kerneltui.analysis.explore.context import LaunchContext, launch_context
+from kerneltui.analysis.modules import ModuleTree, module_tree
 from kerneltui.analysis.explore.groups import group_index
 from kerneltui.analysis.explore.ranges import range_index
 from kerneltui.analysis.explore.search import LaunchSearch, launch_search
@@ -144,6 +146,7 @@ class Browse:
     icicles: dict = field(repr=False)  # launching thread (lane) -> its CPU ops, a lane per depth (the main one first)
     context: LaunchContext = field(repr=False)  # per launch: op stack, source line, module (analysis.explore)
     search: LaunchSearch = field(repr=False)  # `/` over kernels, ops, annotations, modules, sources
+    modules: ModuleTree | None = field(default=None, repr=False)  # T: the module tree (analysis/modules.py)
 
     def row_to_launch_of_call(self, row: int) -> int:
         return int(self.call_to_launch[row])
@@ -174,6 +177,8 @@ def build_browse(kernels: Kernels) -> Browse:
     context = launch_context(trace)
     group_index(trace, context)  # every grouping's codes, here rather than on the first keystroke
     range_index(trace)
+    modules = module_tree(trace)  # the attribution, here rather than on the first T
+    places(trace)
     return Browse(
         kernels=kernels,
         step_spans=step_spans(trace, kernels.origin),
@@ -189,6 +194,7 @@ def build_browse(kernels: Kernels) -> Browse:
         call_to_launch=_frozen(call_to_launch),
         context=context,
         search=launch_search(trace, context),
+        modules=modules,
     )
 
 

@@ -65,6 +65,8 @@ def counts(rows: int, total_rows: int, launches: int, total_launches: int) -> Te
 def query_counts(found, total_launches: int, scope: str) -> Text:
     """The filter bar's right side: rows, matching launches and their GPU time, and the scope."""
     text = Text(no_wrap=True, overflow="ellipsis", justify="right")
+    if found.query.module:  # the module tree's node in scope first: the bar is narrow at 80 columns
+        text.append(f"{printable(found.query.module.rsplit('.', 1)[-1])} · ", style="bold")
     rows = len(found.table)
     group = found.query.grouping
     noun = {"kernel": "kernel", "op": "op", "module": "module", "source": "line", "step": "step"}[group]

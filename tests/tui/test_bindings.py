@@ -6,10 +6,11 @@ from kerneltui.tui.app import KernelTuiApp
 from kerneltui.tui.screens.browser import BrowserScreen
 from kerneltui.tui.screens.help import HelpScreen
 from kerneltui.tui.screens.loading import LoadingScreen
+from kerneltui.tui.screens.modules import ModulesScreen, ModuleTable
 from kerneltui.tui.widgets.table import VirtualTable
 from kerneltui.tui.widgets.timeline import Timeline
 
-ALL = [KernelTuiApp, BrowserScreen, HelpScreen, LoadingScreen, VirtualTable, Timeline]
+ALL = [KernelTuiApp, BrowserScreen, HelpScreen, LoadingScreen, VirtualTable, Timeline, ModulesScreen, ModuleTable]
 
 # binding id -> the Pilot test that presses it (tests/tui/test_browser.py unless said otherwise)
 COVERED = {
@@ -41,6 +42,8 @@ COVERED = {
     "export-csv": "test_explorer.py::test_x_and_X_export_the_table_as_shown_to_new_files",
     "export-markdown": "test_explorer.py::test_x_and_X_export_the_table_as_shown_to_new_files",
     "toggle-details": "test_details_key_hides_the_pane",
+    **{k: "test_modules.py::test_t_shows_the_tree_keys_open_and_close_and_enter_scopes_to_a_node"
+       for k in ("modules", "modules.open", "modules.close", "modules.open-all", "modules.back")},
     **{f"sort-{i}": "test_sort_keys_each_column_and_reverse" for i in range(1, 7)},
     **{f"toggle-{c}": "test_noise_toggles_hide_and_show_with_counts"
        for c in ("memcpy", "memset", "runtime", "cpu_op", "annotation", "memory")},

@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from kerneltui.analysis.attribution import attribute
 from kerneltui.analysis.explore import (
     GROUP_LABEL,
     GROUPINGS,
@@ -74,10 +75,15 @@ def test_by_step_module_and_source(gpt):
     per_it = per_iteration(trace).set_index("label")
     for label, total in zip(steps["label"], steps["total_ns"]):
         assert total == per_it.loc[label, "gpu_ns"]
+    # by module: where the time belongs (attribution), forward and backward on the forward op's module
     modules = group_stats(trace, ctx, "module").set_index("key")
-    assert modules.loc["", "label"] == "(no module)" and len(modules) == 38
+    a = attribute(trace)
+    assert modules.loc["(outside any module)", "count"] == 9 and modules.loc["optimizer", "label"] == "optimizer (AdamW)"
+    assert modules["count"].to_dict() == pd.Series(np.where(a.unit != "", a.unit, "(" + a.unplaced.astype(str) + ")"))\
+        .value_counts().to_dict()
+    linear = modules.loc["TinyGPT_0.Block_1.Sequential_1.Linear_6"]
+    assert (linear["count"], linear["total_ns"]) == (36, 415677)  # its forward and its backward
     src = trace.gpu_sources
-    assert modules["count"].to_dict() == src["module"].value_counts().to_dict()
     sources = group_stats(trace, ctx, "source").set_index("key")
     assert sources.loc["", "label"] == "(no source line)"
     assert sources["count"].to_dict() == src["source"].value_counts().to_dict()
@@ -109,9 +115,10 @@ def test_available_groupings_and_scope():
     gpt = load_trace(shared_trace("gpt_train_eager"))
     assert available_groupings(gpt, launch_context(gpt)) == GROUPINGS
     resnet = load_trace(shared_trace("resnet18_train_eager"))
-    assert available_groupings(resnet, launch_context(resnet)) == ("kernel", "op", "step")
+    # without stacks the module grouping places launches by forward op
+    assert available_groupings(resnet, launch_context(resnet)) == ("kernel", "op", "module", "step")
     single = load_trace(shared_trace("add_relu_1M_eager"))
-    assert available_groupings(single, launch_context(single)) == ("kernel", "op")
+    assert available_groupings(single, launch_context(single)) == ("kernel", "op", "module")
     assert set(GROUP_LABEL) == set(GROUPINGS)
     assert scope_mask(gpt, None) is None
     assert int(scope_mask(gpt, 2).sum()) == 315

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from kerneltui.analysis.attribution import attribute, places
 from kerneltui.analysis.explore.context import LaunchContext, frozen
 from kerneltui.trace.model import Trace
 
@@ -32,11 +33,14 @@ I64_MIN = np.iinfo(np.int64).min
 
 
 def available_groupings(trace: Trace, context: LaunchContext) -> tuple[str, ...]:
-    """The groupings that say something for this trace: module and source need with_stack; step needs steps."""
+    """The groupings that say something for this trace: module (the attribution: nn.Module, else forward op)
+    needs steps or module frames; source needs with_stack; step needs steps."""
     its = trace.iterations
     out = ["kernel", "op"]
+    if context.has_stacks or its.count:
+        out.append("module")
     if context.has_stacks:
-        out += ["module", "source"]
+        out.append("source")
     if its.count > 1 or its.source == "ProfilerStep":
         out.append("step")
     return tuple(out)
@@ -114,9 +118,12 @@ class GroupIndex:
             names = tuple(str(c) for c in op.categories)
             codes = op.codes.to_numpy().astype(np.int64)
             labels = tuple(n or "(no op)" for n in names)
-        elif by == "module":
-            codes, names = ctx.module_code.astype(np.int64), ctx.modules
-            labels = tuple(n or "(no module)" for n in names)
+        elif by == "module":  # where each launch's time belongs: forward and backward on the forward op's module
+            a = attribute(self.trace)
+            codes, names = pd.factorize(pd.Series(places(self.trace), dtype=object), sort=False)
+            names = tuple(str(n) for n in names)
+            codes = codes.astype(np.int64)
+            labels = tuple(a.labels.get(n, n) for n in names)
         elif by == "source":
             codes, names = ctx.source_code.astype(np.int64), ctx.sources
             labels = tuple(n or "(no source line)" for n in names)

@@ -19,6 +19,7 @@ from kerneltui.tui.lanes import op_row
 from kerneltui.tui.layout import MODES
 from kerneltui.tui.query import Scope
 from kerneltui.tui.screens.help import FILTER_KEYS, HelpScreen
+from kerneltui.tui.screens.modules import ModulesScreen
 from kerneltui.tui.widgets import kernel_table, launch_list
 from kerneltui.tui.widgets.details import DetailsPane
 from kerneltui.tui.widgets.kernel_table import KernelTable
@@ -28,7 +29,7 @@ from kerneltui.tui.widgets.timeline import Timeline
 
 # actions that need the second loading stage (timeline, search over ops, groups): pressed before it
 # arrives (or typed while the file was read), they run once it is there rather than being lost
-NEEDS_BROWSE = frozenset({"cycle_grouping", "scope", "whole", "jump", "mark", "next_match", "zoom", "pan",
+NEEDS_BROWSE = frozenset({"modules", "cycle_grouping", "scope", "whole", "jump", "mark", "next_match", "zoom", "pan",
                           "zoom_selection", "timeline_size"})
 
 NOISE_KEYS = (("C", "memcpy"), ("S", "memset"), ("R", "runtime"), ("O", "cpu_op"), ("A", "annotation"), ("M", "memory"))
@@ -46,6 +47,8 @@ class BrowserKeys(Screen):
         Binding("N,p", "next_match(-1)", "Previous match", show=False, id="previous-match",
                 tooltip="Previous launch matching the search (no search: of the selected row)"),
         Binding("v", "toggle_view", "View", id="toggle-view", tooltip="Switch between the kernel table and every launch"),
+        Binding("T", "modules", "Module tree", id="modules",
+                tooltip="The module tree: forward and backward time per nn.Module (or forward op); enter scopes to one"),
         Binding("g", "cycle_grouping", "Group", id="group",
                 tooltip="Group the table by kernel, launching op, module, source line, step"),
         Binding("left_square_bracket", "scope(-1)", "Previous step", show=False, id="previous-step",
@@ -131,6 +134,8 @@ class BrowserKeys(Screen):
             timeline.clear_range()
         elif box.value:
             box.value = ""  # Input.Changed re-applies the empty search
+        elif self.query_state.module:
+            self.set_query(module="")
 
     def action_next_match(self, direction: int) -> None:
         """The next (previous) launch of the search's matches, else of the selected row, in time order."""
@@ -169,6 +174,21 @@ class BrowserKeys(Screen):
             self.set_focus(self._current_table())
         self.fit_layout()
 
+    def action_modules(self) -> None:
+        """T: the module tree; Enter on a node scopes the table and timeline to it."""
+        if self._defer("modules"):
+            return
+        if self.browse.modules is None or not len(self.browse.modules.nodes):
+            self.notify("nothing to place on modules: no GPU work in the steps", timeout=3)
+            return
+
+        def scoped(path: str | None) -> None:
+            if path is not None and path != self.query_state.module:
+                self.remember()
+                self.set_query(module=path)
+
+        self.app.push_screen(ModulesScreen(self.browse.modules, self.query_state.module), scoped)
+
     def action_cycle_grouping(self) -> None:
         if self._defer("cycle_grouping"):
             return
@@ -204,9 +224,9 @@ class BrowserKeys(Screen):
         timeline = self.query_one(Timeline)
         if getattr(timeline, "range", None) is not None:
             timeline.clear_range()
-        if not self.query_state.scope.whole:
+        if not self.query_state.scope.whole or self.query_state.module:
             self.remember()
-            self.set_query(scope=Scope())
+            self.set_query(scope=Scope(), module="")
         timeline.fit()
 
     def action_jump(self) -> None:
