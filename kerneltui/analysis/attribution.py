@@ -28,9 +28,10 @@ outermost op instead, numbered by name within its step so the same op of every s
 merges: ``aten::conv2d #17``. ``by`` says which.
 
 What no rule places is named for what it is (``unplaced``): "outside the steps", "outside
-any module", "autograd engine" (a backward op with no forward op: gradient accumulation,
-``AccumulateGrad``), "no launching op" (CUDA-graph replays without a record, CUDA-only
-traces).
+any module" (forward work no module encloses: an input's H2D copy), "no forward op",
+"autograd engine" (backward work with no forward op: ``AccumulateGrad``), "gradient
+communication" (DDP's reducer and the collectives its hooks run), "CUDA-graph replay (no
+provenance)", "no launch call in the trace" (CUDA-only traces, torch 1.8's unlinked kernels).
 """
 
 from __future__ import annotations
@@ -52,7 +53,9 @@ from kerneltui.trace.schema import Kind
 OPTIMIZER = "optimizer"
 LOSS = "loss"
 COMPILED = "whole model (compiled region)"
-UNPLACED = ("outside the steps", "outside any module", "autograd engine", "no launching op")
+UNPLACED = ("outside the steps", "outside any module", "no forward op", "autograd engine", "gradient communication",
+            "CUDA-graph replay (no provenance)", "no launch call in the trace")
+COMMUNICATION = re.compile(r"reducer|^c10d::|^nccl:|^record_param_comms|^_c10d_functional::|^fsdp::")
 LOSS_OPS = re.compile(r"^aten::(cross_entropy_loss|nll_loss\w*|mse_loss|l1_loss|smooth_l1_loss|huber_loss|kl_div"
                       r"|binary_cross_entropy\w*|soft_margin_loss|multi_margin_loss|multilabel_margin_loss\w*"
                       r"|hinge_embedding_loss|cosine_embedding_loss|margin_ranking_loss|triplet_margin_loss"
@@ -73,6 +76,7 @@ class Attribution:
     source: np.ndarray  # the forward op's user source line, "" where unknown
     how: np.ndarray  # "frames", "sequence", "provenance", "compiled region", "forward op", "optimizer", ""
     labels: dict  # unit -> how it is shown ("optimizer (AdamW)")
+    classes: dict = None  # unit placed by provenance -> its module class ("Net.mlp.act" -> "GELU")
 
     @property
     def placed(self) -> np.ndarray:
@@ -139,17 +143,18 @@ def _attribute(trace: Trace) -> Attribution:
 
     compiled = _compiled_places(trace, phase, forward_op)
     records = records_of(trace)
+    classes: dict[str, str] = {}
     for i in np.flatnonzero(compiled).tolist():
         record = records[i]
         paths = [p for p in (record.module_paths if record is not None else ()) if p]
-        unit[i] = _provenance_path(paths[0]) if paths else COMPILED
+        unit[i] = _provenance_path(paths[0], classes) if paths else COMPILED
         how[i] = "provenance" if paths else "compiled region"
     # graph replays have no op: a record still places them
     for i in np.flatnonzero((op_row < 0) & (phase != "") & (unit == "")).tolist():
         record = records[i]
         paths = [p for p in (record.module_paths if record is not None else ()) if p]
         if paths:
-            unit[i], how[i] = _provenance_path(paths[0]), "provenance"
+            unit[i], how[i] = _provenance_path(paths[0], classes), "provenance"
 
     optimizer = phase == "optimizer"
     unit[optimizer] = OPTIMIZER
@@ -160,10 +165,15 @@ def _attribute(trace: Trace) -> Attribution:
     unit[outside] = ""
     unplaced[outside] = "outside the steps"
     rest = (unit == "") & ~outside
-    unplaced[rest & (phase == "backward") & ~has_op] = "autograd engine"
-    unplaced[rest & (op_row < 0) & (phase != "backward")] = "no launching op"
+    graph = g["graph"].to_numpy()
+    comms = _innermost_of(trace, named_rows(trace, Kind.CPU_OP, COMMUNICATION.search), lane, t) >= 0
+    unplaced[rest & graph] = "CUDA-graph replay (no provenance)"
+    unplaced[rest & ~graph & (g["launch_row"].to_numpy() < 0)] = "no launch call in the trace"
+    backward_rest = rest & (unplaced == "") & (phase == "backward") & ~has_op
+    unplaced[backward_rest & comms] = "gradient communication"  # DDP's reducer, collectives run from hooks
+    unplaced[backward_rest & ~comms] = "autograd engine"
     unplaced[rest & (unplaced == "")] = "outside any module" if by == "module" else "no forward op"
-    return Attribution(by, phase, unit, unplaced, forward_op, source, how, labels)
+    return Attribution(by, phase, unit, unplaced, forward_op, source, how, labels, classes)
 
 
 def _has_modules(trace: Trace) -> bool:
@@ -287,9 +297,12 @@ def _compiled_places(trace: Trace, phase: np.ndarray, forward_op: np.ndarray) ->
     return compiled
 
 
-def _provenance_path(path: str) -> str:
-    """'Net.block (Block)' -> 'Net.block'."""
-    return path.split(" (", 1)[0]
+def _provenance_path(path: str, classes: dict[str, str]) -> str:
+    """'Net.block (Block)' -> 'Net.block' (and its class noted in ``classes``)."""
+    place, _, cls = path.partition(" (")
+    if cls:
+        classes[place] = cls.rstrip(")")
+    return place
 
 
 def _optimizer_label(trace: Trace, lanes: np.ndarray, t: np.ndarray) -> str:

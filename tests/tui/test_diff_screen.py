@@ -387,3 +387,14 @@ async def test_sort_keys_work_from_a_focused_timeline():
         await pilot.press("d")
         deltas = [float(table.cells(i)[4]) for i in range(table.row_count())]
         assert table.sort_column == "delta" and deltas == sorted(deltas)
+
+
+async def test_T_shows_forward_and_backward_per_module_a_to_b():
+    async with opened(*pair("mlp_bf16"), size=(100, 30)) as (app, pilot):
+        await pilot.press("T")
+        text = app.screen.plain(98)
+        assert "A: by nn.Module frames (with_stack)" in text
+        assert "B: compiled code as one place, the whole model: no provenance record" in " ".join(text.split())
+        assert "whole model (compiled region)" in text and "MLP_0.Linear_0" in text
+        await pilot.press("T")  # its own key closes it
+        assert isinstance(app.screen, DiffScreen)

@@ -123,3 +123,67 @@ def test_json_of_the_tree_keeps_the_documented_fields():
     assert doc["unattributed"] == [{"what": "outside any module", "ns": 20445, "launches": 9}]
     roots = sum(m["total_ns"] for m in doc["modules"] if m["parent"] is None)
     assert roots + 20445 == doc["gpu_ns"]
+
+
+# -- the module view of a diff ------------------------------------------------------------------------------
+
+def test_the_module_diff_of_a_trace_against_itself_is_every_place_unchanged():
+    from kerneltui.analysis.compare.module_diff import module_diff
+    t = trace("gpt_train_eager")
+    d = module_diff(t, t)
+    assert (d.a_by, d.a_how) == ("module", "frames")
+    rows = d.rows.set_index("path")
+    assert (rows["a_forward_ns"] == rows["b_forward_ns"]).all() and (rows["a_backward_ns"] == rows["b_backward_ns"]).all()
+    linear = rows.loc["TinyGPT_0.Block_1.Sequential_1.Linear_6"]  # per step: 124,608 / 3 forward, 291,069 / 3 back
+    assert (linear["a_forward_ns"], linear["a_backward_ns"]) == pytest.approx((124608 / 3, 291069 / 3))
+
+
+def test_a_compiled_side_without_provenance_is_one_place_against_the_layers():
+    from kerneltui.analysis.compare.module_diff import module_diff
+    d = module_diff(trace("mlp_bf16_eager"), trace("mlp_bf16_compiled"))
+    assert (d.a_how, d.b_how) == ("frames", "compiled region")
+    rows = d.rows.set_index("path")
+    assert rows.loc[COMPILED, "b_forward_ns"] == pytest.approx(1484917 / 3) and rows.loc[COMPILED, "a_forward_ns"] == 0
+    assert rows.loc["MLP_0.Linear_0", "b_forward_ns"] == 0  # never split into per-layer figures
+
+
+def test_provenance_paths_meet_frame_names_by_class_and_order(tmp_path):
+    """Eager frames name instances (MLP_0.Linear_0, MLP_0.Linear_1); Inductor's record names attribute paths
+    (MLP.fc1 (Linear), MLP.fc2 (Linear)): the k-th Linear to run is the k-th of each."""
+    from kerneltui.analysis.compare.module_diff import module_diff
+
+    def frames(name):
+        b = TraceBuilder()
+        ids = iter(range(1, 10_000))
+        for _ in range(2):
+            with b.step():
+                for layer in ("Linear_0", "Linear_1"):
+                    start = b.t
+                    b.op("aten::addmm", [[64], [32, 64], [64, 64]], kernels=[("nvjet_sm90_tst_NNT", 5.0)])
+                    b.events.append({"ph": "X", "cat": "python_function", "name": f"nn.Module: {layer}", "pid": 1,
+                                     "tid": 1, "ts": start - 0.05, "dur": b.t - start - 0.05,
+                                     "args": {"Python id": next(ids), "Python parent id": -1}})
+        return load_trace(b.write(tmp_path / name, with_stack=1))
+
+    def compiled(name):
+        b = TraceBuilder()
+        for _ in range(2):
+            with b.step():
+                with b.region("Torch-Compiled Region: 0/0"):
+                    for i in range(2):
+                        b.op(f"triton_tem_fused_addmm_{i}", [[64], [32, 64], [64, 64], [32, 64]], kernels=[
+                            (f"triton_tem_fused_addmm_{i}", 4.0)])
+        doc = b.doc()
+        doc["kerneltui"] = {"provenance": {"source": "inductor provenance tracking", "kernels": [
+            {"name": f"triton_tem_fused_addmm_{i}", "trace_name": f"triton_tem_fused_addmm_{i}", "graph": "g",
+             "extern": False, "aten_ops": ["aten.addmm"], "source_lines": [],
+             "module_paths": [f"MLP.fc{i + 1} (Linear)"]} for i in range(2)]}}
+        (tmp_path / name).write_text(json.dumps(doc))
+        return load_trace(tmp_path / name)
+
+    d = module_diff(frames("a.json"), compiled("b.json"))
+    assert (d.a_how, d.b_how) == ("frames", "provenance")
+    rows = d.rows.set_index("path")
+    assert list(rows.index) == ["Linear_0", "Linear_1"]
+    assert rows.loc["Linear_0", "matched_by"] == "class and order"
+    assert (rows.loc["Linear_0", "a_forward_ns"], rows.loc["Linear_0", "b_forward_ns"]) == (5000.0, 4000.0)

@@ -24,6 +24,7 @@ import pandas as pd
 
 from kerneltui.analysis.compare.compile_facts import CompileFacts, compile_facts
 from kerneltui.analysis.compare.matches import WORKING_COLUMNS, matched_kernels
+from kerneltui.analysis.compare.module_diff import ModuleDiff, module_diff
 from kerneltui.analysis.compare.phases import PhaseRow, gpu_phases, phase_breakdown
 from kerneltui.analysis.compare.row_kernels import SideEvents
 from kerneltui.analysis.compare.timing import Timing, Verdict, timing, verdict
@@ -92,6 +93,7 @@ class TraceDiff:
     facts: tuple[str, ...] = ()  # plain sentences: "2 kernels → 1 per call"
     pairs: int = 0  # steps/calls aligned kernel by kernel
     events: dict = field(default_factory=dict, repr=False, compare=False)  # "a"/"b" -> row_kernels.SideEvents
+    modules: ModuleDiff | None = None  # forward and backward per module, A → B (module_diff.py)
 
     @property
     def gpu_change(self) -> float:
@@ -117,6 +119,7 @@ class TraceDiff:
             "facts": list(self.facts),
             "notes": list(self.notes),
             "matches": matches.to_dict("records"),
+            **({"modules": self.modules.to_dict()} if self.modules is not None else {}),
         }
 
 
@@ -166,6 +169,7 @@ def diff_traces(a: Trace, b: Trace, provenance: Provenance | None = None) -> Tra
     return TraceDiff(
         side_a, side_b, comparable, ratios, verdict(time_a, time_b, comparable), tuple(phase_breakdown(a, b)),
         matches, _attribution(matches), tuple(notes), tuple(_facts(side_a, side_b, matches)), pairs, events,
+        module_diff(a, b),
     )
 
 

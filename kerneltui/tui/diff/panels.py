@@ -28,6 +28,7 @@ from kerneltui.diff_report import (
     side_rate,
 )
 from kerneltui.terminal_text import printable
+from kerneltui.units import fmt_ns
 
 
 class _Panel(ModalScreen):
@@ -146,3 +147,54 @@ class VerdictPanel(_Panel):
         notes.append("; ".join(printable(n) for n in d.notes) if d.notes else "everything compared")
         explained = Text("\n".join(printable(e) for e in explanations(d)), style="dim")
         return [verdict, figures, explained, notes]
+
+
+class ModulesPanel(_Panel):
+    """T: forward and backward time per module (or forward op), A → B per step: which layers compiling helped."""
+
+    BINDINGS = [Binding("escape,q,T", "dismiss", "Close", id="modules-panel.close")]
+    heading = "By module"
+
+    def __init__(self, diff: TraceDiff) -> None:
+        super().__init__()
+        self.diff = diff
+
+    def body(self) -> list:
+        d, m = self.diff, self.diff.modules
+        unit = d.b.unit
+        head = Text()
+        if m is None or not len(m.rows):
+            return [Text("nothing placed on a module or forward op on either side", style="dim")]
+        head.append(f"per {unit}, forward and backward GPU time A → B; the backward on its forward op's module\n")
+        for label, how in (("A", m.a_how), ("B", m.b_how)):
+            head.append(f"{label}: {PLACED_BY.get(how, how or 'nothing placed')}\n", style="dim")
+        table = Table.grid(padding=(0, 1), expand=True)
+        table.add_column(ratio=1, overflow="ellipsis", no_wrap=True)
+        for _ in range(3):
+            table.add_column(justify="right", no_wrap=True)
+        table.add_row(Text("module", style="bold"), Text("forward A → B", style="bold"),
+                      Text("backward A → B", style="bold"), Text(f"n/{unit}", style="bold"))
+        for r in m.rows.itertuples():
+            label = printable(r.label)
+            name = Text(label if len(label) <= NAME_ROOM else "…" + label[-(NAME_ROOM - 1):])  # keep the leaf
+            if r.matched_by != "path":
+                name.append(" ≈", style="dim")
+            table.add_row(name, _pair(r.a_forward_ns, r.b_forward_ns), _pair(r.a_backward_ns, r.b_backward_ns),
+                          f"{num(r.a_launches)} → {num(r.b_launches)}")
+        notes = Text("≈ matched by module class and order (provenance paths against frame names)", style="dim") \
+            if (m.rows["matched_by"] != "path").any() else Text("")
+        return [head, table, notes]
+
+
+NAME_ROOM = 34  # a module path is cut from its root end: its leaf is what tells rows apart
+PLACED_BY = {"frames": "by nn.Module frames (with_stack)", "forward op": "by forward op (no module frames)",
+             "provenance": "compiled kernels by Inductor's provenance record",
+             "compiled region": "compiled code as one place, the whole model: no provenance record "
+                                "(kerneltui capture writes one), so no per-layer figures",
+             "sequence": "by nn.Module frames (with_stack)"}
+
+
+def _pair(a: float, b: float) -> str:
+    if not a and not b:
+        return "–"
+    return f"{fmt_ns(a) if a else '–'} → {fmt_ns(b) if b else '–'}"

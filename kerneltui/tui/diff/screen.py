@@ -21,7 +21,7 @@ from kerneltui.diff_report import nbytes, num, side_rate
 from kerneltui.terminal_text import printable
 from kerneltui.tui.diff.header import headline_text, notes_text, sides_table, verdict_text
 from kerneltui.tui.diff.model import DiffView
-from kerneltui.tui.diff.panels import RowPanel, VerdictPanel
+from kerneltui.tui.diff.panels import ModulesPanel, RowPanel, VerdictPanel
 from kerneltui.tui.diff.table import MatchTable
 from kerneltui.tui.diff.timelines import PairedTimelines
 from kerneltui.tui.history import History
@@ -52,6 +52,8 @@ class DiffScreen(Screen):
         Binding("r", "reset_view", "Reset view", show=False, id="diff.reset"),
         Binding("i", "notes", "Verdict", id="diff.notes",
                 tooltip="The whole verdict, every figure of A beside B, and what was not compared"),
+        Binding("T", "modules", "By module", show=False, id="diff.modules",
+                tooltip="Forward and backward time per module (or forward op), A → B"),
         Binding("z", "zoom_row", "Zoom to the row", show=False, id="diff.zoom-row",
                 tooltip="Zoom both timelines to the row's kernels in the call shown"),
         Binding("plus,equals_sign", "zoom(2.0)", "Zoom in", show=False, id="diff.zoom-in"),
@@ -257,6 +259,9 @@ class DiffScreen(Screen):
     def action_sort(self, key: str) -> None:
         self.query_one(MatchTable).action_sort(key)
         self._table_title()
+
+    def action_modules(self) -> None:
+        self.app.push_screen(ModulesPanel(self.view.diff))
 
     def action_notes(self) -> None:
         """The whole verdict (short screens show its short form), every figure, what was not compared."""
