@@ -137,8 +137,28 @@ def _launch_text(kernels: Kernels, r) -> str:
     lane = int(r["launch_lane"])
     thread = f"t{trace.lanes['tid'].iat[lane]}" if lane >= 0 else "?"
     wait = int(r["ts"]) - int(r["launch_ts"])
-    graph = ", CUDA-graph replay" if bool(r["graph"]) else ""
+    graph = f", {replay_text(trace, int(r['launch_row']))}" if bool(r["graph"]) else ""
     return f"{r['launch']} on CPU {thread} ({fmt_ns(int(r['launch_dur']))}); GPU began {fmt_ns(wait)} later{graph}"
+
+
+def replay_text(trace, launch_row: int) -> str:
+    """'replay 3 of 5 of the graph launched from Torch-Compiled Region: 0/0': the graph is told by the op
+    its cudaGraphLaunch runs in (the trace names no graph), the replay by its order among that op's."""
+    g = trace.gpu
+    ev = trace.events
+    rows = np.unique(g["launch_row"].to_numpy()[g["graph"].to_numpy() & (g["launch_row"].to_numpy() >= 0)])
+    where = [_enclosing_op(trace, int(r)) for r in rows.tolist()]
+    mine = _enclosing_op(trace, launch_row)
+    same = sorted((int(ev["ts"].iat[r]), int(r)) for r, w in zip(rows.tolist(), where) if w == mine)
+    n = next((i for i, (_, r) in enumerate(same) if r == launch_row), 0) + 1
+    source = f" launched from {mine}" if mine else ""
+    return f"CUDA-graph replay {n} of {len(same)} of the graph{source}"
+
+
+def _enclosing_op(trace, row: int) -> str:
+    ev = trace.events
+    ops = [a for a in trace.ancestors(row) if ev["kind"].iat[a] == Kind.CPU_OP]
+    return trace.name(int(ev["name"].iat[ops[-1]])) if ops else ""
 
 
 def _source(trace, browse: Browse, launch: int) -> str:

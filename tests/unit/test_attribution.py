@@ -187,3 +187,26 @@ def test_provenance_paths_meet_frame_names_by_class_and_order(tmp_path):
     assert list(rows.index) == ["Linear_0", "Linear_1"]
     assert rows.loc["Linear_0", "matched_by"] == "class and order"
     assert (rows.loc["Linear_0", "a_forward_ns"], rows.loc["Linear_0", "b_forward_ns"]) == (5000.0, 4000.0)
+
+
+def test_graph_replays_are_placed_by_provenance_and_told_apart(tmp_path):
+    from kerneltui.tui.details import replay_text
+    b = TraceBuilder()
+    for _ in range(3):
+        with b.step():
+            with b.region("Torch-Compiled Region: 0/0"):
+                b.graph_replay([("triton_poi_fused_gelu_0", 3.0), ("nvjet_sm90_tst_NNT", 5.0)])
+    doc = b.doc()
+    doc["kerneltui"] = {"provenance": {"source": "inductor provenance tracking", "kernels": [
+        {"name": "triton_poi_fused_gelu_0", "trace_name": "triton_poi_fused_gelu_0", "graph": "g", "extern": False,
+         "aten_ops": ["aten.gelu"], "source_lines": [], "module_paths": ["Net.act (GELU)"]}]}}
+    (tmp_path / "t.json").write_text(json.dumps(doc))
+    t = load_trace(tmp_path / "t.json")
+    a = attribute(t)
+    g = t.gpu
+    gelu = g["short"].astype(str).to_numpy() == "triton_poi_fused_gelu_0"
+    assert set(a.unit[gelu]) == {"Net.act"} and set(a.how[gelu]) == {"provenance"}
+    assert set(a.unit[~gelu]) == {COMPILED}  # the GEMM has no record: the compiled region, no layer
+    third = int(np.flatnonzero(gelu)[2])
+    assert replay_text(t, int(g["launch_row"].iat[third])) == \
+        "CUDA-graph replay 3 of 3 of the graph launched from Torch-Compiled Region: 0/0"
