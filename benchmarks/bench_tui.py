@@ -201,6 +201,21 @@ async def run(path: Path, size: tuple[int, int], repeat: int) -> None:
             screen.set_query(scope=Scope())
             screen.set_focus(screen._current_table())
 
+        async def browser_again():
+            from kerneltui.tui.screens.modules import ModulesScreen
+            while isinstance(app.screen, ModulesScreen):
+                app.screen.dismiss(None)
+                await pilot.pause()
+            screen.set_query(module="")
+            screen.set_focus(screen.query_one("#kernels"))
+
+        async def tree_open():
+            from kerneltui.tui.screens.modules import ModulesScreen
+            if not isinstance(app.screen, ModulesScreen):
+                screen.set_query(module="")
+                await pilot.press("T")
+                await pilot.pause()
+
         async def normal_timeline():
             while screen.timeline_mode != "max":  # the next e goes back to normal
                 screen.action_timeline_size()
@@ -223,6 +238,9 @@ async def run(path: Path, size: tuple[int, int], repeat: int) -> None:
             ("n: next search hit", "n", searched, "move"),
             ("g: group by the next grouping", "g", kernel_view, "move"),
             ("]: scope the tables to a step", "right_square_bracket", whole_scope, "move"),
+            ("T: open the module tree", "T", browser_again, "view"),
+            ("module tree: down", "down", tree_open, "move"),
+            ("module tree: enter (scope to a node)", "enter", tree_open, "move"),
             ("v: switch to 1M-row launch list", "v", kernel_view, "view"),
             ("t: table to timeline", "t", table_focus, "view"),
             ("e: timeline back to normal size", "e", normal_timeline, "view"),
@@ -237,6 +255,7 @@ async def run(path: Path, size: tuple[int, int], repeat: int) -> None:
                 over.append(label)
             print(f"{label:<36} {statistics.median(times):8.1f} {p90:8.1f} {max(times):8.1f}  ≤{budget}")
         print("over budget: " + (", ".join(over) if over else "none"))
+        await browser_again()
 
 
 def main() -> None:

@@ -85,6 +85,22 @@ class Attribution:
 
 _CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _PLACES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_CODES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def place_codes(trace: Trace) -> tuple[np.ndarray, tuple[str, ...]]:
+    """Per row of trace.gpu: a code into the distinct places (``places``), for masks over a million rows."""
+    if trace not in _CODES:
+        codes, names = pd.factorize(pd.Series(places(trace), dtype=object), sort=False)
+        _CODES[trace] = (codes.astype(np.int64), tuple(str(n) for n in names))
+    return _CODES[trace]
+
+
+def under(trace: Trace, path: str) -> np.ndarray:
+    """Rows of trace.gpu placed on ``path`` or under it (a module's children are 'path.child')."""
+    codes, names = place_codes(trace)
+    wanted = np.array([n == path or n.startswith(path + ".") for n in names] + [False], bool)
+    return wanted[np.where(codes >= 0, codes, len(names))]
 
 
 def places(trace: Trace) -> np.ndarray:
@@ -265,18 +281,18 @@ def _forward_op_keys(trace: Trace, lanes: np.ndarray, t: np.ndarray, has: np.nda
         return out
     ev = trace.events
     its = trace.iterations
-    names = trace.names_of(ev["name"].to_numpy()[top])
+    name_codes = ev["name"].to_numpy()[top]
     step = its.assign(ev["ts"].to_numpy()[top])
-    label = np.full(len(top), "", dtype=object)
-    counters: dict[tuple[int, int, str], int] = {}
-    for i, (name, k, lane) in enumerate(zip(names.tolist(), step.tolist(), ev["lane"].to_numpy()[top].tolist())):
-        if name.startswith(("Torch-Compiled Region", "CompiledFunction")):
-            label[i] = COMPILED
-        elif LOSS_OPS.match(name):
-            label[i] = LOSS
-        else:
-            n = counters[(k, lane, name)] = counters.get((k, lane, name), 0) + 1
-            label[i] = f"{name} #{n}"
+    # the k-th op of each name within its step and thread, in time order (top is in time order)
+    k = pd.DataFrame({"s": step, "l": ev["lane"].to_numpy()[top], "n": name_codes}).groupby(
+        ["s", "l", "n"], sort=False).cumcount().to_numpy() + 1
+    distinct, inverse = np.unique(name_codes, return_inverse=True)
+    kinds = np.array([COMPILED if n.startswith(("Torch-Compiled Region", "CompiledFunction"))
+                      else LOSS if LOSS_OPS.match(n) else "" for n in trace.names_of(distinct).tolist()], dtype=object)
+    names = trace.names_of(distinct)[inverse.reshape(-1)]
+    special = kinds[inverse.reshape(-1)]
+    label = np.where(special != "", special, np.char.add(np.char.add(names.astype(str), " #"), k.astype(str)))
+    label = label.astype(object)
     at = _innermost_of(trace, top, np.where(has, lanes, -1), t)
     position = pd.Series(np.arange(len(top)), index=top)  # top-level row -> its label
     found = (at >= 0) & has

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from kerneltui.analysis.attribution import Attribution, attribute
+from kerneltui.analysis.attribution import Attribution, attribute, place_codes
 from kerneltui.trace.model import Trace
 
 TREE_COLUMNS = ["path", "parent", "label", "depth", "forward_ns", "backward_ns", "total_ns", "launches", "share",
@@ -54,8 +54,7 @@ def module_tree(trace: Trace, rows: np.ndarray | None = None) -> ModuleTree:
     g = trace.gpu
     dur = g["dur"].to_numpy().astype(np.int64)
     mask = np.ones(len(g), bool) if rows is None else np.asarray(rows, bool)
-    short = g["short"].astype(str).to_numpy()
-    nodes = _nodes(a, dur, short, mask)
+    nodes = _nodes(trace, a, dur, mask)
     lost = []
     for what in dict.fromkeys(a.unplaced[mask & (a.unplaced != "")].tolist()):
         mine = mask & (a.unplaced == what)
@@ -66,38 +65,45 @@ def module_tree(trace: Trace, rows: np.ndarray | None = None) -> ModuleTree:
                       placed / total if total else 0.0, trace.meta.with_stack)
 
 
-def _nodes(a: Attribution, dur: np.ndarray, short: np.ndarray, mask: np.ndarray) -> pd.DataFrame:
-    units = a.unit[mask]
-    if not len(units) or not (units != "").any():
+def _nodes(trace: Trace, a: Attribution, dur: np.ndarray, mask: np.ndarray) -> pd.DataFrame:
+    """The tree's rows, from integer codes (a million strings in a pandas frame cost most of a second)."""
+    codes, names = place_codes(trace)
+    placed = mask & (a.unit != "")
+    if not placed.any():
         return pd.DataFrame(columns=TREE_COLUMNS)
-    frame = pd.DataFrame({"unit": units, "phase": a.phase[mask], "dur": dur[mask], "short": short[mask]})
-    frame = frame[frame["unit"] != ""]
-    frame["forward"] = np.where(frame["phase"] == "forward", frame["dur"], 0)
-    frame["backward"] = np.where(frame["phase"] == "backward", frame["dur"], 0)
-    per_unit = frame.groupby("unit", sort=False).agg(forward_ns=("forward", "sum"), backward_ns=("backward", "sum"),
-                                                     total_ns=("dur", "sum"), launches=("dur", "size"))
-    kernels = frame.groupby(["unit", "short"], sort=False)["dur"].sum()
+    short = trace.gpu["short"].cat
+    frame = pd.DataFrame({"unit": codes[placed], "short": short.codes.to_numpy()[placed].astype(np.int64),
+                          "dur": dur[placed], "launches": 1})
+    phase = a.phase[placed]
+    frame["forward"] = np.where(phase == "forward", frame["dur"], 0)
+    frame["backward"] = np.where(phase == "backward", frame["dur"], 0)
+    # every prefix of a module path is a node: each unit's rows count for it and its ancestors
+    expand = pd.DataFrame([(u, p) for u in frame["unit"].unique().tolist() for p in _prefixes(names[u], a.by)],
+                          columns=["unit", "path"])
+    per_unit = frame.groupby("unit", sort=False)[["forward", "backward", "dur", "launches"]].sum()
+    sums = expand.join(per_unit, on="unit").groupby("path", sort=False)[["forward", "backward", "dur",
+                                                                          "launches"]].sum()
+    kernels = frame.groupby(["unit", "short"], sort=False)["dur"].sum().reset_index()
+    kernels = kernels.merge(expand, on="unit").groupby(["path", "short"], sort=False)["dur"].sum().reset_index()
+    kernels = kernels.sort_values(["path", "dur"], ascending=[True, False], kind="stable")
+    categories = short.categories
+    tops = {path: tuple(str(categories[c]) for c in group.head(TOP_KERNELS).tolist())
+            for path, group in kernels.groupby("path", sort=False)["short"]}
     total_all = int(dur[mask].sum()) or 1
-    # every prefix of a module path is a node: add each unit's figures to its ancestors
-    sums: dict[str, np.ndarray] = {}
-    tops: dict[str, dict[str, int]] = {}
-    for unit, row in per_unit.iterrows():
-        for path in _prefixes(unit, a.by):
-            sums[path] = sums.get(path, np.zeros(4, np.int64)) + row.to_numpy(np.int64)
-    for (unit, name), ns in kernels.items():
-        for path in _prefixes(unit, a.by):
-            bucket = tops.setdefault(path, {})
-            bucket[name] = bucket.get(name, 0) + int(ns)
-    records = []
-    for path, (fwd, bwd, tot, launches) in sums.items():
-        parent = path.rsplit(".", 1)[0] if a.by == "module" and "." in path and path not in a.labels else None
-        top = sorted(tops[path].items(), key=lambda kv: -kv[1])[:TOP_KERNELS]
-        records.append({"path": path, "parent": parent, "label": a.labels.get(path, path),
-                        "depth": path.count(".") if parent is not None else 0, "forward_ns": int(fwd),
-                        "backward_ns": int(bwd), "total_ns": int(tot), "launches": int(launches),
-                        "share": tot / total_all, "top": tuple(name for name, _ in top)})
-    table = pd.DataFrame(records, columns=TREE_COLUMNS)
-    table["parent"] = table["parent"].astype(object).where(table["parent"].notna(), None)
+    paths = sums.index.tolist()
+    parents = [p.rsplit(".", 1)[0] if len(_prefixes(p, a.by)) > 1 else None for p in paths]
+    table = pd.DataFrame({
+        "path": pd.Series(paths, dtype=object),
+        "parent": pd.Series(parents, dtype=object),
+        "label": pd.Series([a.labels.get(p, p) for p in paths], dtype=object),
+        "depth": [len(_prefixes(p, a.by)) - 1 for p in paths],
+        "forward_ns": sums["forward"].to_numpy(np.int64),
+        "backward_ns": sums["backward"].to_numpy(np.int64),
+        "total_ns": sums["dur"].to_numpy(np.int64),
+        "launches": sums["launches"].to_numpy(np.int64),
+        "share": sums["dur"].to_numpy(np.float64) / total_all,
+        "top": pd.Series([tops.get(p, ()) for p in paths], dtype=object),
+    }, columns=TREE_COLUMNS)
     return _tree_order(table)
 
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 
-from kerneltui.analysis.attribution import places
+from kerneltui.analysis.attribution import place_codes
 from kerneltui.analysis.explore.context import LaunchContext, launch_context
 from kerneltui.analysis.modules import ModuleTree, module_tree
 from kerneltui.analysis.explore.groups import group_index
@@ -178,7 +178,7 @@ def build_browse(kernels: Kernels) -> Browse:
     group_index(trace, context)  # every grouping's codes, here rather than on the first keystroke
     range_index(trace)
     modules = module_tree(trace)  # the attribution, here rather than on the first T
-    places(trace)
+    place_codes(trace)
     return Browse(
         kernels=kernels,
         step_spans=step_spans(trace, kernels.origin),

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from kerneltui.analysis.attribution import places
+from kerneltui.analysis.attribution import under
 from kerneltui.analysis.explore.groups import GROUP_LABEL, group_codes, group_stats, scope_mask
 from kerneltui.analysis.explore.search import match_totals
 from kerneltui.trace.schema import Kind
@@ -99,11 +99,6 @@ class Answer:
         return self.keys[code] if 0 <= code < len(self.keys) else ""
 
 
-def module_mask(place: np.ndarray, path: str) -> np.ndarray:
-    """Launches placed on a node of the module tree or under it (its children are 'path.child')."""
-    return (place == path) | np.char.startswith(place.astype(str), path + ".")
-
-
 def _and(a: np.ndarray | None, b: np.ndarray | None) -> np.ndarray | None:
     if a is None:
         return b
@@ -131,7 +126,7 @@ def answer(kernels: Kernels, browse: Browse, query: Query, caches: Caches | None
         search = browse.search.match(query.pattern) if query.pattern else None
         kind_ok = kernels.kind_allowed(query.shown)
         kinds = None if kind_ok[[Kind.MEMCPY, Kind.MEMSET]].all() else kind_ok[kernels.launch_kind]
-        module = module_mask(places(trace), query.module) if query.module else None
+        module = under(trace, query.module) if query.module else None
         if len(caches.keep) > 16:
             caches.keep.clear()
         caches.keep[kept] = (_and(_and(kinds, search), module), _and(kinds, module))

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from kerneltui.analysis.attribution import attribute, places
+from kerneltui.analysis.attribution import attribute, place_codes
 from kerneltui.analysis.explore.context import LaunchContext, frozen
 from kerneltui.trace.model import Trace
 
@@ -120,9 +120,7 @@ class GroupIndex:
             labels = tuple(n or "(no op)" for n in names)
         elif by == "module":  # where each launch's time belongs: forward and backward on the forward op's module
             a = attribute(self.trace)
-            codes, names = pd.factorize(pd.Series(places(self.trace), dtype=object), sort=False)
-            names = tuple(str(n) for n in names)
-            codes = codes.astype(np.int64)
+            codes, names = place_codes(self.trace)
             labels = tuple(a.labels.get(n, n) for n in names)
         elif by == "source":
             codes, names = ctx.source_code.astype(np.int64), ctx.sources
