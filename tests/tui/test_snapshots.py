@@ -52,3 +52,19 @@ def test_help_80x24(snap_compare):
 def test_load_error_80x24(snap_compare):
     app = build_app("traces/no_such_trace.json.gz")
     assert snap_compare(app, terminal_size=NARROW, run_before=run_before())
+
+
+def test_module_tree_80x24(snap_compare):
+    app = build_app(str(shared_trace("gpt_train_eager")))
+    assert snap_compare(app, terminal_size=NARROW, run_before=run_before("T", "down", "right"))
+
+
+def test_module_tree_wide(snap_compare):
+    app = build_app(str(shared_trace("gpt_train_eager")))
+    assert snap_compare(app, terminal_size=WIDE, run_before=run_before("T", "asterisk"))
+
+
+def test_scoped_to_a_module_wide(snap_compare):
+    app = build_app(str(shared_trace("gpt_train_eager")))
+    keys = ("T", "down", "right", "down", "enter", "g", "g")  # Block_1's Sequential_1, grouped by module
+    assert snap_compare(app, terminal_size=WIDE, run_before=run_before(*keys))
