@@ -23,6 +23,7 @@ BROWSER = [
     ("browser-gpt_train-module-range-160x45.svg", f"{DATA}/gpt_train_eager.json.gz", (160, 45),
      ["g", "g", "t", "plus", "plus", "m", "right", "right", "right", "right", "m"]),
     ("browser-mlp_bf16-80x24.svg", f"{DATA}/mlp_bf16_eager.json.gz", (80, 24), []),
+    ("browser-gpt_train-modules-80x24.svg", f"{DATA}/gpt_train_eager.json.gz", (80, 24), ["T", "down", "right"]),
     ("browser-resnet18-120x40.svg", f"{DATA}/resnet18_train_eager.json.gz", (120, 40), ["g"]),
 ]
 DIFF = [
