@@ -47,7 +47,7 @@ class BrowserKeys(Screen):
         Binding("N,p", "next_match(-1)", "Previous match", show=False, id="previous-match",
                 tooltip="Previous launch matching the search (no search: of the selected row)"),
         Binding("v", "toggle_view", "View", id="toggle-view", tooltip="Switch between the kernel table and every launch"),
-        Binding("T", "modules", "Module tree", id="modules",
+        Binding("T", "modules", "Modules", id="modules",
                 tooltip="The module tree: forward and backward time per nn.Module (or forward op); enter scopes to one"),
         Binding("g", "cycle_grouping", "Group", id="group",
                 tooltip="Group the table by kernel, launching op, module, source line, step"),

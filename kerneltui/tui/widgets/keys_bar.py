@@ -18,15 +18,20 @@ from textual.widgets import Static
 from kerneltui.tui.screens.help import key_text
 
 
-def keys_text(bindings: Iterable[Binding], palette: bool = True) -> Text:
-    text = Text(no_wrap=True, overflow="ellipsis")
-    for b in bindings:
-        if b.show:
-            text.append(f" {key_text(b).split(' ')[0]}", style="bold")
-            text.append(f" {b.description} ")
+def keys_text(bindings: Iterable[Binding], palette: bool = True, width: int | None = None) -> Text:
+    """The keys, each whole: where ``width`` cannot hold them all, the last ones are left out (help lists them)."""
+    items = [(key_text(b).split(" ")[0], b.description) for b in bindings if b.show]
     if palette:
-        text.append(" ^p", style="bold")
-        text.append(" palette")
+        items.append(("^p", "palette"))
+    text = Text(no_wrap=True, overflow="ellipsis")
+    used = 0
+    for key, description in items:
+        size = len(key) + len(description) + 3
+        if width is not None and used + size - 1 > width:
+            break
+        text.append(f" {key}", style="bold")
+        text.append(f" {description} ")
+        used += size
     return text
 
 
@@ -34,4 +39,8 @@ class KeysBar(Static):
     DEFAULT_CSS = "KeysBar { height: 1; background: $panel; color: $text-muted; }"
 
     def __init__(self, bindings: Iterable[Binding], **kwargs) -> None:
-        super().__init__(keys_text(bindings), **kwargs)
+        self.bindings = list(bindings)
+        super().__init__(keys_text(self.bindings), **kwargs)
+
+    def on_resize(self) -> None:
+        self.update(keys_text(self.bindings, width=self.size.width))
