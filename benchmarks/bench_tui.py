@@ -240,7 +240,7 @@ async def run(path: Path, size: tuple[int, int], repeat: int) -> None:
             ("]: scope the tables to a step", "right_square_bracket", whole_scope, "move"),
             ("T: open the module tree", "T", browser_again, "view"),
             ("module tree: down", "down", tree_open, "move"),
-            ("module tree: enter (scope to a node)", "enter", tree_open, "move"),
+            ("module tree: enter (scope, back to table)", "enter", tree_open, "view"),
             ("v: switch to 1M-row launch list", "v", kernel_view, "view"),
             ("t: table to timeline", "t", table_focus, "view"),
             ("e: timeline back to normal size", "e", normal_timeline, "view"),
