@@ -50,6 +50,7 @@ def trace_meta(stream, raw) -> TraceMeta:
         end_damaged=raw.end_damaged,
         skipped_events=raw.losses.skipped,
         corrupt_events=raw.losses.corrupt,
+        repaired_durations=raw.losses.fields.get("dur", 0),
         flow_events=raw.flow_events,
         metadata_events=len(raw.metadata),
         warnings=tuple(warnings),

@@ -143,6 +143,7 @@ class TraceMeta:
     end_damaged: bool = False  # the events are whole; the keys after them are cut off or damaged
     skipped_events: int = 0  # events that could not be read (counted by cause in warnings)
     corrupt_events: int = 0  # of those, events whose bytes are not JSON (a damaged file)
+    repaired_durations: int = 0  # events whose dur was negative, NaN or past 2**52 µs: read as 0 (analysis/health)
     flow_events: int = 0
     metadata_events: int = 0
     warnings: tuple[str, ...] = ()

@@ -15,7 +15,8 @@ from kerneltui.trace.intervals import summable, union_length
 from kerneltui.trace.model import Trace
 from kerneltui.trace.schema import Kind
 
-KERNEL_COLUMNS = ["key", "short", "full_name", "kind", "count", "total_ns", "mean_ns", "min_ns", "max_ns", "share", "op"]
+KERNEL_COLUMNS = ["key", "short", "full_name", "kind", "count", "total_ns", "mean_ns", "min_ns", "max_ns", "share", "op",
+                  "no_launch"]
 
 
 @dataclass(frozen=True)
@@ -133,6 +134,9 @@ def kernel_stats(trace: Trace, gpu: pd.DataFrame | None = None) -> pd.DataFrame:
     ops = ops.sort_values(["key", "n"], ascending=[True, False]).drop_duplicates("key").set_index("key")["op"]
     table = first.join(stats)
     table["op"] = ops.reindex(table.index).astype(str).to_numpy()
+    # instances whose launch call is not in the trace: their op is unknown (analysis/health: no_launch)
+    unlinked = (g["launch_row"].to_numpy() < 0).astype(np.int64)
+    table["no_launch"] = pd.Series(unlinked).groupby(g["key"].to_numpy()).sum().reindex(table.index, fill_value=0).to_numpy()
     total = float(summable(trace.gpu["dur"].to_numpy()).sum())
     table["share"] = table["total_ns"] / total if total else 0.0
     table = table.reset_index().sort_values(["total_ns", "key"], ascending=[False, True], kind="stable")

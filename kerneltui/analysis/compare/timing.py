@@ -181,8 +181,8 @@ def timing(trace: Trace) -> Timing:
     kinds = ev["kind"].to_numpy()
     py_at = its.assign(ev["ts"].to_numpy()[kinds == Kind.PYTHON])
     python = np.bincount(py_at[py_at >= 0], minlength=its.count)[: its.count]
-    starts, ends = _cpu_spans(trace)
-    overhead = _overhead_overlap(trace, starts, ends)
+    starts, ends = cpu_spans(trace)
+    overhead = overhead_overlap(trace, starts, ends)
     lost = np.clip(overhead, 0, None)  # the profiler's own time, inside the first op it lands in
     span, busy_in_span = step_spans(trace)
     compile_starts, _ = compile_spans(trace)
@@ -228,7 +228,7 @@ def timing(trace: Trace) -> Timing:
     )
 
 
-def _cpu_spans(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
+def cpu_spans(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
     """Each step's span on the CPU. A "whole trace" call is the profiler's window, idle before the first op
     and after the last: its CPU span is from its first top-level op's start to the last one's end."""
     its = trace.iterations
@@ -400,7 +400,7 @@ def grouped_union(groups: np.ndarray, starts: np.ndarray, ends: np.ndarray, coun
     return out
 
 
-def _overhead_overlap(trace: Trace, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+def overhead_overlap(trace: Trace, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     """ns of each span covered by the profiler's own overhead events (pid -1), -1 where none touches it."""
     ev = trace.events
     rows = np.flatnonzero(ev["kind"].to_numpy() == Kind.OVERHEAD)
