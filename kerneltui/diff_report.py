@@ -14,11 +14,12 @@ import textwrap
 
 import orjson
 
-from kerneltui.terminal_text import json_safe, printable, printable_lines
 from kerneltui.analysis.compare.diff import KNOWN_ENOUGH, SideFacts, TraceDiff
+from kerneltui.terminal_text import json_safe, printable, printable_lines
 from kerneltui.units import distinct_cuts, ellipsize, fmt_bytes, fmt_ns
 
 WIDTH = 80
+DAMAGED_MARK = "⚠"  # a row holding GPU events whose figures the trace's damage changes (analysis/health)
 ABOVE_PEAK = "!"  # marks a bandwidth above the device's peak: the data sat in cache
 
 
@@ -82,6 +83,7 @@ def headline_rows(d: TraceDiff) -> list[tuple[str, str, str, str]]:
     return [
         ("device", printable(a.device), printable(b.device), ""),
         (f"{unit}s", *(printable(f"{s.iterations} ({source_label(s)})") for s in (a, b)), ""),
+        ("trace health", health_cell(a), health_cell(b), ""),
         (f"launches/{unit}", num(a.launches), num(b.launches), ratio(r["launches"])),
         (f"span/{unit}", span_text(a), span_text(b), ratio(r.get("span_ns"))),
         (f"GPU time/{unit}", fmt_ns(a.gpu_ns), fmt_ns(b.gpu_ns), ratio(r["gpu_ns"])),
@@ -96,6 +98,24 @@ def headline_rows(d: TraceDiff) -> list[tuple[str, str, str, str]]:
 
 
 PROFILED = "profiled"  # the ratio column of CPU figures: the profiler inflates them, so no ratio
+
+
+def health_cell(s: SideFacts) -> str:
+    """'healthy', or 'DAMAGED' (what is damaged: a line of its own under the figures, health_lines)."""
+    if not s.health:
+        return "unknown"
+    return "healthy" if s.health.get("ok") else "DAMAGED"
+
+
+def health_lines(d: TraceDiff) -> list[str]:
+    """A damaged side's health line, for under the figures."""
+    return [f"{s.label} health: {s.health['line']}" for s in (d.a, d.b) if s.health and not s.health.get("ok")]
+
+
+def row_health(m) -> str:
+    """A row's mark: '⚠ A: no_launch' where damaged GPU events are in it (analysis/health), else ''."""
+    text = getattr(m, "health", "")
+    return f"{DAMAGED_MARK} {text}" if text else ""
 
 
 def span_text(s: SideFacts) -> str:
@@ -176,6 +196,8 @@ def as_table(d: TraceDiff, top: int | None = None) -> str:
         lines.append(f"{fact:<22}{ellipsize(a, 21):<22}{ellipsize(b, 21):<22}{r:>8}".rstrip())
     for sentence in explanations(d):
         lines += _wrap(sentence)
+    for sentence in health_lines(d):
+        lines += _wrap(sentence)
     lines.append("")
     if d.comparable.ok is False:
         lines += _wrap("NOT COMPARABLE: " + "; ".join(d.comparable.reasons))
@@ -213,6 +235,8 @@ def as_table(d: TraceDiff, top: int | None = None) -> str:
         )
         lines.append(ellipsize(traffic, WIDTH))
         lines += _wrap(m.reason, indent="  ")
+        if row_health(m):
+            lines += _wrap(row_health(m) + " (these figures are not to be trusted)", indent="  ")
     if top is not None and len(d.matches) > top:
         lines.append(f"… {len(d.matches) - top} more (--top)")
     lines += _wrap(attribution_line(d))
@@ -240,7 +264,7 @@ def as_markdown(d: TraceDiff, top: int | None = None) -> str:
     lines += ["| | A | B | B/A |", "|---|---|---|---|"]
     for fact, a, b, r in headline_rows(d):
         lines.append(f"| {fact} | {_md(a)} | {_md(b)} | {r} |")
-    lines += [""] + [_md(sentence) for sentence in explanations(d)]
+    lines += [""] + [_md(sentence) for sentence in explanations(d) + health_lines(d)]
     unit = d.b.unit
     if len(d.phases) > 1:
         lines += ["", f"| phase | A launches | B launches | A GPU/{unit} | B GPU/{unit} |", "|---|---:|---:|---:|---:|"]
@@ -256,7 +280,7 @@ def as_markdown(d: TraceDiff, top: int | None = None) -> str:
         lines.append(
             f"| `{_md(m.name)}` | {match_label(m.kind, m.confidence)} | {num(m.a_count)} → {num(m.b_count)}"
             f" | {us(m.a_ns)} → {us(m.b_ns)} | {delta_us(m.delta_ns)} | {nbytes(m.a_bytes)} → {nbytes(m.b_bytes)}"
-            f" | {side_rate(m, 'a')} → {side_rate(m, 'b')} | {_md(m.reason)} |"
+            f" | {side_rate(m, 'a')} → {side_rate(m, 'b')} | {_md(' '.join(filter(None, (m.reason, row_health(m)))))} |"
         )
     lines += ["", attribution_line(d)]
     if d.notes:

@@ -20,7 +20,9 @@ from kerneltui.terminal_text import json_safe, printable
 from kerneltui.units import fmt_ns, plural
 
 RANK_FIELDS = ("rank", "device", "steps", "step_ns", "busy_ns", "compute_ns", "comm_ns", "exposed_comm_ns",
-               "idle_ns", "window_ns", "launches", "collectives", "clock_offset_ns", "lateness_ns", "path", "error")
+               "idle_ns", "window_ns", "launches", "collectives", "clock_offset_ns", "lateness_ns", "healthy", "health",
+               "path", "error")
+DAMAGED_MARK = "⚠"  # a rank whose trace health is not ok: its figures are not to be trusted
 
 
 def rank_rows(job: Job) -> list[dict]:
@@ -31,8 +33,9 @@ def rank_rows(job: Job) -> list[dict]:
             "rank": r.rank, "device": r.device, "steps": r.steps, "step_ns": r.step_ns, "busy_ns": r.busy_ns,
             "compute_ns": r.compute_ns, "comm_ns": r.comm_ns, "exposed_comm_ns": r.exposed_comm_ns,
             "idle_ns": r.idle_ns, "window_ns": r.window_ns, "launches": r.launches, "collectives": len(r.collectives),
-            "clock_offset_ns": offset, "lateness_ns": job.lateness_ns.get(r.rank), "path": r.path,
-            "error": r.error or None,
+            "clock_offset_ns": offset, "lateness_ns": job.lateness_ns.get(r.rank),
+            "healthy": r.health.get("ok") if r.health else None, "health": r.health.get("line") if r.health else None,
+            "path": r.path, "error": r.error or None,
         })
     return rows
 
@@ -48,8 +51,15 @@ def findings(job: Job) -> list[str]:
         else:
             out.append(f"stragglers: ranks {', '.join(str(r) for r in job.stragglers)} (rank {worst}, the worst, {late};"
                        " the others wait for them)")
-    elif job.offsets_ns is not None and len(job.good) > 1:
+    elif job.offsets_ns is not None and len(job.good) > 1 and not job.damaged_late:
         out.append(f"no straggler: every rank reaches the {job.matched} matched collectives within noise of the others")
+    by_rank = {r.rank: r for r in job.ranks}
+    for rank in job.damaged:
+        late = job.lateness_ns.get(rank)
+        looks = (f"; it reaches the collectives {fmt_ns(late)} after the median rank, but a damaged trace is not "
+                 "called a straggler" if rank in job.damaged_late and late is not None else "")
+        out.append(f"damaged: rank {rank}'s trace: {by_rank[rank].health.get('line', '').removeprefix('NOT HEALTHY: ')}"
+                   f"{looks} (kerneltui summary --health on its file says more)")
     if job.offsets_ns:
         far = max(job.offsets_ns.items(), key=lambda kv: abs(kv[1]))
         if far[1]:
@@ -70,6 +80,8 @@ def as_json(job: Job) -> str:
         "job": job.totals(),
         "ranks": rank_rows(job),
         "stragglers": job.stragglers,
+        "damaged": job.damaged,
+        "damaged_late": job.damaged_late,
         "clock_offsets_ns": None if job.offsets_ns is None else {str(k): v for k, v in job.offsets_ns.items()},
         "matched_collectives": job.matched,
         "artefacts": [a.__dict__ for a in job.artefacts],
@@ -103,7 +115,7 @@ def time_cell(key: str, ns: int | None) -> str:
 
 
 def _cells(row: dict, straggler: bool = False) -> list[str]:
-    rank = f"{row['rank']} ◀" if straggler else str(row["rank"])
+    rank = f"{row['rank']} ◀" if straggler else f"{row['rank']} {DAMAGED_MARK}" if row["healthy"] is False else str(row["rank"])
     if row["error"]:
         return [rank, "failed: " + printable(row["error"])]
     return [rank, *(time_cell(key, row[key]) for _, key in _COLUMNS[1:])]
@@ -135,8 +147,9 @@ def as_table(job: Job) -> str:
         else:
             lines.append(gap.join(c.rjust(w) for c, w in zip(cells, widths)))
     lines.append("")
-    if job.stragglers:
-        lines.append("◀ straggler")
+    legend = (["◀ straggler"] if job.stragglers else []) + ([f"{DAMAGED_MARK} damaged trace"] if job.damaged else [])
+    if legend:
+        lines.append(" · ".join(legend))
     for f in findings(job):
         lines.extend(textwrap.wrap(printable(f), 80, subsequent_indent="  "))
     return "\n".join(lines) + "\n"

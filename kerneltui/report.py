@@ -12,10 +12,12 @@ from __future__ import annotations
 import csv
 import io
 import shutil
+import textwrap
 
 import orjson
 import pandas as pd
 
+from kerneltui.analysis.health import Health, trace_health
 from kerneltui.terminal_text import json_safe, printable, printable_lines
 from kerneltui.trace.model import Trace
 from kerneltui.trace.schema import KIND_LABEL, Kind
@@ -101,15 +103,22 @@ def kernel_table_text(kernels: pd.DataFrame, width: int, full_names: bool = Fals
         shown = distinct_cuts(names, name_width)  # cut so that rows stay told apart
         for name, r in zip(names, kernels.itertuples(index=False)):
             name = shown[name]
-            lines.append(f"{name:<{name_width}} {_numbers(r)} {ellipsize(printable(str(r.op)), op_width)}".rstrip())
+            lines.append(f"{name:<{name_width}} {_numbers(r)} {ellipsize(op_text(r), op_width)}".rstrip())
         return lines
     op_width = width - len(NUMBERS_HEAD) - 3
     lines = [f"{'kernel':<{op_width + 2}} {NUMBERS_HEAD}", "  launched by"]
     shown = distinct_cuts(names, width)
     for name, r in zip(names, kernels.itertuples(index=False)):
         lines.append(shown[name])
-        lines.append(f"  {ellipsize(printable(str(r.op)), op_width):<{op_width}} {_numbers(r)}")
+        lines.append(f"  {ellipsize(op_text(r), op_width):<{op_width}} {_numbers(r)}")
     return lines
+
+
+def op_text(r) -> str:
+    """The launching op, or why it is unknown: the launch calls are not in the trace."""
+    if not str(r.op) and getattr(r, "no_launch", 0):
+        return f"? no launch call ({r.no_launch:,} of {r.count:,})"
+    return printable(str(r.op))
 
 
 def _numbers(r) -> str:
@@ -136,9 +145,15 @@ def launch_table_text(launches: pd.DataFrame, width: int, full_names: bool = Fal
     return lines
 
 
+def health_lines(health: Health, width: int) -> list[str]:
+    """``health      healthy``, or what is damaged, wrapped under its label."""
+    return textwrap.wrap(health.line(), width, initial_indent="health      ", subsequent_indent=" " * 12,
+                         break_on_hyphens=False) or ["health"]
+
+
 def as_table(trace: Trace, s: TraceSummary, kernels: pd.DataFrame, launches: pd.DataFrame | None, full_names: bool) -> str:
     width = max(80, shutil.get_terminal_size((80, 24)).columns)
-    lines = [printable(trace.meta.path), *headline(s), ""]
+    lines = [printable(trace.meta.path), *headline(s), *health_lines(trace_health(trace), width), ""]
     if s.launches == 0:
         lines.append(no_gpu_work_line(trace))
     elif launches is not None:
@@ -176,12 +191,22 @@ def as_json(trace: Trace, s: TraceSummary, kernels: pd.DataFrame, launches: pd.D
             "warnings": list(trace.meta.warnings),
             "events": len(trace.events),
         },
-        "summary": s.to_dict(),
+        "summary": summary_dict(trace, s),
+        "health": trace_health(trace).to_dict(),
         "kernels": labelled(kernels).to_dict("records"),
     }
     if launches is not None:
         doc["launches"] = launches.to_dict("records")
     return json_safe(orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY).decode()) + "\n"
+
+
+def summary_dict(trace: Trace, s: TraceSummary) -> dict:
+    """The summary, each step marked with the figure-changing health causes among its GPU work."""
+    out = s.to_dict()
+    marks = trace_health(trace).step_causes
+    for record in out["per_iteration"]:
+        record["health"] = list(marks.get(record["index"], ()))
+    return out
 
 
 def labelled(kernels: pd.DataFrame) -> pd.DataFrame:

@@ -9,6 +9,7 @@ import argparse
 import sys
 
 HELP = "Print the GPU work of a trace: busy time, launches per step, kernels by total time."
+NOT_HEALTHY = 4  # `--health`: the trace is damaged in a way that changes figures
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -32,6 +33,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="module: GPU time per nn.Module (or forward op), forward and backward, "
                              "with the optimizer and the loss (docs/modules.md)")
     parser.add_argument("--full-names", action="store_true", help="show full kernel names in the table")
+    parser.add_argument("--health", action="store_true",
+                        help="print only the health report (what the trace cannot be trusted for, docs/health.md);"
+                             f" exit {NOT_HEALTHY} when something that changes a figure was found")
     parser.add_argument("--no-cache", action="store_true", help="read the trace afresh: neither use nor write the column cache")
 
 
@@ -49,13 +53,45 @@ def run(args: argparse.Namespace) -> int:
     from kerneltui.analysis.ranks.discover import is_job
     from kerneltui.errors import UserError
 
+    if args.health and (args.top or args.filter or args.launches or args.full_names or args.by != "kernel"):
+        raise UserError("--health prints only the health report: --top, --filter, --launches, --full-names and "
+                        "--by do not apply")
     if is_job(args.trace):
         return run_job(args)
     if args.scheduler or (args.format == "markdown" and args.by != "module"):
         raise UserError(f"--{'format markdown' if args.format == 'markdown' else 'scheduler'} is for a job: "
                         "a directory of rank traces, or several rank files (or for --by module)")
     args.trace = args.trace[0]
+    if args.health:
+        return run_health(args)
     return run_modules(args) if args.by == "module" else run_trace(args)
+
+
+def run_health(args: argparse.Namespace) -> int:
+    """Only the health report; exit NOT_HEALTHY when it is not ok (2, as always, when the file is not whole)."""
+    import shutil
+
+    from kerneltui import health_report
+    from kerneltui.analysis.health import trace_health
+    from kerneltui.terminal_text import printable
+    from kerneltui.trace import load_trace
+
+    trace = load_trace(args.trace, cache=False if args.no_cache else None)
+    health = trace_health(trace)
+    path = trace.meta.path
+    if args.format == "json":
+        text = health_report.as_json(path, health)
+    elif args.format == "csv":
+        text = health_report.as_csv(path, health)
+    else:
+        text = health_report.as_text(path, health, max(80, shutil.get_terminal_size((80, 24)).columns))
+    sys.stdout.write(text)
+    sys.stdout.flush()
+    for warning in trace.meta.warnings:
+        print(printable(f"kerneltui: {path}: {warning}"), file=sys.stderr)
+    if trace.meta.incomplete:
+        return 2
+    return 0 if health.ok else NOT_HEALTHY
 
 
 def run_modules(args: argparse.Namespace) -> int:
@@ -90,6 +126,8 @@ def run_job(args: argparse.Namespace) -> int:
     if args.top or args.filter or args.launches or args.full_names or args.by != "kernel":
         raise UserError("--top, --filter, --launches, --full-names and --by are for one trace, not a job")
     job = summarize_job(args.trace, cache=False if args.no_cache else None, scheduler=args.scheduler)
+    if args.health:
+        return _job_health(job, args.format)
     text = {"json": ranks_report.as_json, "csv": ranks_report.as_csv, "markdown": ranks_report.as_markdown,
             "table": ranks_report.as_table}[args.format](job)
     sys.stdout.write(text)
@@ -97,6 +135,36 @@ def run_job(args: argparse.Namespace) -> int:
     for warning in job.warnings:
         print(printable(f"kerneltui: {warning}"), file=sys.stderr)
     return 2 if any(r.error or r.incomplete for r in job.ranks) else 0  # as for one trace: not whole, exit 2
+
+
+def _job_health(job, fmt: str) -> int:
+    """Each rank's health in a line (JSON: its report); NOT_HEALTHY when one is damaged, 2 when one failed."""
+    import orjson
+
+    from kerneltui.analysis.ranks.rank import damaged
+    from kerneltui.terminal_text import json_safe, printable
+
+    if fmt == "csv":
+        import csv
+
+        writer = csv.writer(sys.stdout, lineterminator="\n")
+        writer.writerow(("rank", "path", "ok", "cause", "events", "unit", "share", "gpu_ns", "changes_figures",
+                         "affects"))
+        for r in job.ranks:
+            for c in r.health.get("causes", ()) if r.health else ():
+                writer.writerow((r.rank, r.path, r.health["ok"], c["cause"], c["events"], c["unit"], c["share"],
+                                 "" if c["gpu_ns"] is None else c["gpu_ns"], c["changes_figures"], c["affects"]))
+    elif fmt == "json":
+        doc = [{"rank": r.rank, "path": r.path, "error": r.error or None, **(r.health or {})} for r in job.ranks]
+        sys.stdout.write(json_safe(orjson.dumps({"ranks": doc}, option=orjson.OPT_INDENT_2).decode()) + "\n")
+    else:
+        for r in job.ranks:
+            state = f"failed: {r.error}" if r.error else r.health.get("line", "unknown")
+            print(printable(f"rank {r.rank}  {r.path}: {state}"))
+    sys.stdout.flush()
+    if any(r.error or r.incomplete for r in job.ranks):
+        return 2
+    return NOT_HEALTHY if any(damaged(r) for r in job.ranks) else 0
 
 
 def run_trace(args: argparse.Namespace) -> int:

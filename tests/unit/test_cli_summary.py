@@ -34,6 +34,7 @@ def test_summary_table_of_the_example_trace_fits_80_columns():
         "per call    2 launches, 4.26µs GPU, 2.19ms CPU (median)\n"
         "calls       1 (whole trace)\n"
         "CPU ops     2.19ms in top-level ops\n"
+        "health      healthy\n"
         "\n"
         "kernel                          count    total     mean      min      max  share\n"
         "  launched by\n"

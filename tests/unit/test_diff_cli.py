@@ -28,6 +28,7 @@ B  traces/add_relu_1M_compiled.json.gz
                       A                     B                          B/A
 device                NVIDIA H200           NVIDIA H200
 calls                 1 (whole trace)       1 (whole trace)
+trace health          healthy               healthy
 launches/call         2                     1                        0.50x
 span/call             unknown (start-up)    unknown (start-up)           –
 GPU time/call         4.26µs                2.53µs                   0.59x
@@ -106,6 +107,7 @@ def test_markdown_of_the_example_pair():
         '|---|---|---|---|\n'
         '| device | NVIDIA H200 | NVIDIA H200 |  |\n'
         '| calls | 1 (whole trace) | 1 (whole trace) |  |\n'
+        '| trace health | healthy | healthy |  |\n'
         '| launches/call | 2 | 1 | 0.50x |\n'
         '| span/call | unknown (start-up) | unknown (start-up) | – |\n'
         '| GPU time/call | 4.26µs | 2.53µs | 0.59x |\n'

@@ -34,12 +34,13 @@ from kerneltui.analysis.compare.workload import (
     reference_tensor,
     workload_signature,
 )
+from kerneltui.analysis.health import Health, trace_health
 from kerneltui.analysis.provenance.join import gpu_records, matching_side, of_trace
 from kerneltui.analysis.provenance.records import Provenance
+from kerneltui.analysis.traffic import Traffic, compute_traffic
 from kerneltui.trace.model import Trace
 from kerneltui.trace.schema import Kind
 from kerneltui.trace.summary import summarize
-from kerneltui.analysis.traffic import Traffic, compute_traffic
 from kerneltui.units import plural
 
 
@@ -77,6 +78,7 @@ class SideFacts:
     span_note: str = ""  # "" or why the span is no measure: "profiler-distorted", "unknown: ..."
     span_steps: tuple[int, int] = (0, 0)  # (steps the span is the median of, settled steps with GPU work)
     reference_tensor: str = ""  # "[64, 3, 128, 128] bf16": the tensor transfers are counted in
+    health: dict = field(default_factory=dict)  # analysis/health's report: {ok, line, causes}
 
 
 @dataclass(frozen=True)
@@ -136,7 +138,8 @@ def diff_traces(a: Trace, b: Trace, provenance: Provenance | None = None) -> Tra
     sig_a, sig_b = workload_signature(a), workload_signature(b)
     reference = reference_tensor(sig_a, sig_b)
     side_a, side_b = _side("A", a, ta, time_a, reference), _side("B", b, tb, time_b, reference)
-    comparable = compare_signatures(sig_a, sig_b)
+    health_a, health_b = trace_health(a), trace_health(b)
+    comparable = _abstain_on_damage(compare_signatures(sig_a, sig_b), health_a, health_b)
     attached = {"a": None, "b": None}
     side = matching_side(a, b, provenance) if provenance is not None else None
     if side is not None:
@@ -145,6 +148,7 @@ def diff_traces(a: Trace, b: Trace, provenance: Provenance | None = None) -> Tra
     records_b = gpu_records(b, of_trace(b, attached["b"]))
     matches, pairs = matched_kernels(a, b, ta, tb, gpu_phases(a), gpu_phases(b), records_a, records_b)
     matches = _with_rates(matches, side_a, side_b, ta, tb)
+    matches["health"] = _row_health(matches, health_a, health_b)
     ratios = {
         name: _ratio(getattr(side_b, name), getattr(side_a, name))
         for name in ("launches", "kernels", "wall_ns", "dispatch_ns", "gpu_ns", "cpu_ns", "bytes", "transfers")
@@ -159,6 +163,10 @@ def diff_traces(a: Trace, b: Trace, provenance: Provenance | None = None) -> Tra
         for name in ("wall_ns", "dispatch_ns", "cpu_ns"):
             ratios[name] = math.nan
     notes = _notes(a, b, side_a, side_b, comparable, pairs)
+    for label, h in (("A", health_a), ("B", health_b)):
+        if not h.ok and not h.abstain_reason(label):
+            notes.append(f"{label}'s trace is damaged ({h.line().removeprefix('NOT HEALTHY: ')}): the rows holding "
+                         "that work are marked")
     if provenance is not None and side is None:
         example = f", e.g. {provenance.kernels[0].name}" if provenance.kernels else ""
         cpu = provenance.kernels and all(k.name.startswith(("cpp_", "extern_kernels.")) for k in provenance.kernels)
@@ -171,6 +179,27 @@ def diff_traces(a: Trace, b: Trace, provenance: Provenance | None = None) -> Tra
         matches, _attribution(matches), tuple(notes), tuple(_facts(side_a, side_b, matches)), pairs, events,
         module_diff(a, b),
     )
+
+
+def _abstain_on_damage(comparable: Comparability, a: Health, b: Health) -> Comparability:
+    """Not comparable when either side lost (or doubled, or garbled) more than DAMAGE_LIMIT of its GPU work."""
+    reasons = [r for r in (a.abstain_reason("A"), b.abstain_reason("B")) if r]
+    if not reasons:
+        return comparable
+    return Comparability(False, (*reasons, *comparable.reasons), comparable.evidence)
+
+
+def _row_health(m: pd.DataFrame, a: Health, b: Health) -> list[str]:
+    """Per row: the figure-changing causes among its GPU events, "A: no_launch; B: overlap", "" when sound."""
+    out = []
+    for rows_a, rows_b in zip(m["a_rows"], m["b_rows"]) if len(m) else ():
+        parts = []
+        for label, health, rows in (("A", a, rows_a), ("B", b, rows_b)):
+            causes = health.figure_causes(np.asarray(rows, np.int64))
+            if causes:
+                parts.append(f"{label}: {', '.join(causes)}")
+        out.append("; ".join(parts))
+    return out
 
 
 def _ratio(b: float | None, a: float | None) -> float:
@@ -228,6 +257,7 @@ def _side(label: str, trace: Trace, traffic: Traffic, t: Timing, reference: tupl
         busy_in_steps=t.busy_in_steps,
         span_note=t.span_note,
         span_steps=t.span_steps,
+        health=trace_health(trace).to_dict(),
     )
 
 

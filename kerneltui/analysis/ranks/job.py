@@ -7,10 +7,16 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from kerneltui.analysis.ranks.clock import Matched, fit_clocks, lateness, match_collectives, stragglers
+from kerneltui.analysis.ranks.clock import (
+    Matched,
+    fit_clocks,
+    lateness,
+    match_collectives,
+    stragglers,
+)
 from kerneltui.analysis.ranks.collectives import SYNCHRONISING
 from kerneltui.analysis.ranks.discover import rank_files
-from kerneltui.analysis.ranks.rank import RankSummary
+from kerneltui.analysis.ranks.rank import RankSummary, damaged
 from kerneltui.analysis.ranks.run import summarize_ranks
 from kerneltui.errors import UserError
 from kerneltui.units import fmt_ns, plural
@@ -34,7 +40,9 @@ class Job:
     ranks: list[RankSummary]  # every file, rank order; failed ones carry ``error``
     offsets_ns: dict[int, int] | None  # rank -> clock offset from the first good rank; None: unknown
     lateness_ns: dict[int, int] = field(default_factory=dict)
-    stragglers: list[int] = field(default_factory=list)  # ranks, worst first
+    stragglers: list[int] = field(default_factory=list)  # ranks, worst first (never a damaged one)
+    damaged: list[int] = field(default_factory=list)  # ranks whose trace health is not ok (analysis/health)
+    damaged_late: list[int] = field(default_factory=list)  # damaged ranks that would have been called stragglers
     artefacts: list[Artefact] = field(default_factory=list)
     matched: int = 0  # collectives found on every rank (what the offsets rest on)
     world_size: int | None = None
@@ -69,6 +77,7 @@ def job_of(summaries: list[RankSummary]) -> Job:
     warnings: list[str] = []
     ranks = _numbered(summaries, warnings)
     good = [r for r in ranks if not r.error]
+    hurt = [r.rank for r in good if damaged(r)]
     for r in ranks:
         if r.error:
             warnings.append(f"rank {r.rank}: {r.error} (the other ranks are summarised)")
@@ -79,11 +88,11 @@ def job_of(summaries: list[RankSummary]) -> Job:
     _check_devices(good, warnings)
     if len(good) == 1:
         warnings.append("one rank: clock offsets, lateness and stragglers need at least two")
-        return Job(ranks, None, world_size=world, warnings=tuple(warnings))  # one clock: nothing to line up
+        return Job(ranks, None, damaged=hurt, world_size=world, warnings=tuple(warnings))  # one clock: nothing to line up
     if not any(len(r.collectives) for r in good):
         warnings.append("no collective kernels on any rank (compute only): nothing to line the clocks up with, "
                         "ranks are shown on their own clocks")
-        return Job(ranks, None, world_size=world, warnings=tuple(warnings))
+        return Job(ranks, None, damaged=hurt, world_size=world, warnings=tuple(warnings))
     _count_mismatch(good, warnings)
     fit = fit_clocks([r.collectives for r in good])
     known = [i for i, o in enumerate(fit.offsets) if o is not None]
@@ -98,20 +107,24 @@ def job_of(summaries: list[RankSummary]) -> Job:
     if len(known) < 2:
         warnings.append("no synchronising collective (all-reduce, all-gather, reduce-scatter, broadcast) lines up "
                         "across ranks: clock offsets unknown, ranks are shown on their own clocks")
-        return Job(ranks, None, world_size=world, warnings=tuple(warnings))
+        return Job(ranks, None, damaged=hurt, world_size=world, warnings=tuple(warnings))
     ranked = [good[i] for i in known]
     offsets = np.array([fit.offsets[i] for i in known], np.int64)
     matched = match_collectives([r.collectives for r in ranked], [fit.keyed[i] for i in known])
     order = [r.rank for r in ranked]
     offsets_ns = {rank: int(o) for rank, o in zip(order, offsets)}
     if not matched.keys:  # offsets from pairs with the reference, but no collective on every rank
-        return Job(ranks, offsets_ns, world_size=world, warnings=tuple(warnings))
+        return Job(ranks, offsets_ns, damaged=hurt, world_size=world, warnings=tuple(warnings))
     late = lateness(matched, offsets)
+    # a damaged rank's collectives may be missing or mistimed: it is marked, never called the straggler
+    slow = [order[i] for i in stragglers(matched, offsets)]
     return Job(
         ranks,
         offsets_ns,
         lateness_ns={rank: int(v) for rank, v in zip(order, late)},
-        stragglers=[order[i] for i in stragglers(matched, offsets)],
+        stragglers=[r for r in slow if r not in hurt],
+        damaged=hurt,
+        damaged_late=[r for r in slow if r in hurt],
         artefacts=_artefacts(matched, offsets),
         matched=len(matched.keys),
         world_size=world,

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from kerneltui.analysis.health import trace_health
 from kerneltui.analysis.ranks.collectives import (
     kind_of_name,
     kind_of_record,
@@ -77,8 +78,14 @@ class RankSummary:
     compute_profile: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32))
     comm_profile: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32))
     warnings: tuple[str, ...] = ()
+    health: dict = field(default_factory=dict)  # analysis/health: {ok, line, causes...}; {} when unknown
     incomplete: bool = False  # the file is cut off or damaged: what could be read is summarised
     error: str = ""  # the load failed: the one line saying why; everything else is empty
+
+
+def damaged(r: RankSummary) -> bool:
+    """The rank's trace lost or garbled GPU work (analysis/health): its figures are not to be trusted."""
+    return bool(r.health) and not r.health.get("ok", True)
 
 
 def rank_of_file(path: str | os.PathLike) -> int | None:
@@ -140,6 +147,7 @@ def summarize_rank(trace: Trace) -> RankSummary:
         busy_ns=busy, compute_ns=compute, comm_ns=union_length(start[comm], end[comm]),
         exposed_comm_ns=busy - compute, idle_ns=window - busy, launches=len(g),
         collectives=collectives, warnings=tuple(warnings), incomplete=meta.incomplete,
+        health=trace_health(trace).to_dict(),
         compute_profile=busy_profile(start[~comm], end[~comm], window_start, window),
         comm_profile=busy_profile(start[comm], end[comm], window_start, window),
     )
