@@ -12,10 +12,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from kerneltui.analysis.attribution import attribute
+from kerneltui.analysis.health import Health
 from kerneltui.analysis.provenance.join import records_of
 from kerneltui.analysis.provenance.records import eager_op_name
-from kerneltui.trace.schema import KIND_LABEL, Kind
 from kerneltui.analysis.traffic import copy_kind
+from kerneltui.trace.schema import KIND_LABEL, Kind
 from kerneltui.tui.model import Browse, Kernels
 from kerneltui.units import fmt_bytes, fmt_ns, fmt_share
 
@@ -72,6 +73,10 @@ def launch_details(kernels: Kernels, browse: Browse | None, launch: int, full_na
     rows.append(("all launches", f"{fmt_ns(stat['total_ns'])} total, mean {fmt_ns(stat['mean_ns'])} "
                                  f"({fmt_ns(stat['min_ns'])}–{fmt_ns(stat['max_ns'])}), "
                                  f"{fmt_share(stat['share'])} of GPU time"))
+    if browse is not None and browse.health is not None:
+        told = health_text(kernels, browse.health, launch)
+        if told:
+            rows.append(("health", told))
     if browse is None:
         rows.append(("op", str(r["op"]) or "–"))
     else:
@@ -106,6 +111,45 @@ def launch_details(kernels: Kernels, browse: Browse | None, launch: int, full_na
     return Details(full if full_names else short, tuple(rows))
 
 
+def health_text(kernels: Kernels, health: Health, launch: int) -> str:
+    """What is wrong with this event (analysis/health), or "" for a sound one; overlaps name the other event."""
+    cause = health.row_cause(launch)
+    g = kernels.trace.gpu
+    if cause.startswith("overlap"):
+        other = int(health.overlapped[launch])
+        why = {"overlap": "nothing explains it", "overlap_pdl": "programmatic dependent launch (expected)",
+               "overlap_graph": "branches of one CUDA-graph replay (expected)"}[cause]
+        mark = "⚠ " if cause == "overlap" else ""
+        return (f"{mark}starts {fmt_ns(int(health.overlap_ns[launch]))} before {_named(kernels, other)} ends, "
+                f"on its stream: {why}; drawn on a row of its own")
+    later = health.overlapped_by(launch)
+    if len(later) and not cause:
+        first = int(later[0])
+        more = f" and {len(later) - 1:,} more" if len(later) > 1 else ""
+        return (f"{_named(kernels, first)}{more} starts {fmt_ns(int(health.overlap_ns[first]))} before this one "
+                "ends, on its stream")
+    return {
+        "": "",
+        "duplicate": "⚠ an extra copy of the event before it (same name, times, stream and correlation): "
+                     "counted twice",
+        "bad_duration": f"⚠ its duration is {'zero, negative or missing' if int(g['dur'].iat[launch]) <= 0 else 'longer than the profiled window'} in the file: its GPU time is unknown",
+        "below_resolution": "lasted under the trace's 1 µs resolution: reads as 0",
+        "no_launch": "⚠ no launch call in the trace (dropped, or made before the profiler started): its source "
+                     f"line{' and op are' if int(g['op_row'].iat[launch]) < 0 else ' is'} unknown",
+        "shared_correlation": "⚠ its correlation is an earlier GPU event's (one launch makes one event): its "
+                              "launch call, op and step may be another's",
+        "before_launch": f"⚠ starts {fmt_ns(int(g['launch_ts'].iat[launch]) - int(g['ts'].iat[launch]))} before "
+                         "its launch call: the GPU and CPU clocks disagree",
+        "outside_window": "⚠ outside the profiler's window: the clocks disagree, or the window is cut",
+    }[cause]
+
+
+def _named(kernels: Kernels, launch: int) -> str:
+    """'gemm_kernel (at 3.21ms)': another launch, by name and start."""
+    start = int(kernels.trace.gpu["ts"].iat[launch]) - kernels.origin
+    return f"{kernels.key_short[int(kernels.key_codes[launch])]} (at {fmt_ns(start)})"
+
+
 def placed_text(trace, launch: int) -> str:
     """Where the launch's time belongs (analysis/attribution): 'TinyGPT_0.Block_3.Linear_12 (backward of
     aten::addmm at gpt.py(42): forward)', 'optimizer (AdamW)', '(outside any module)'."""
@@ -132,7 +176,7 @@ def _step_label(trace, iteration: int) -> str:
 
 def _launch_text(kernels: Kernels, r) -> str:
     if int(r["launch_row"]) < 0:
-        return "no launch call in the trace (CUDA activity only?)"
+        return "no launch call in the trace"
     trace = kernels.trace
     lane = int(r["launch_lane"])
     thread = f"t{trace.lanes['tid'].iat[lane]}" if lane >= 0 else "?"

@@ -43,10 +43,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from kerneltui.analysis.traffic import copy_kind
 from kerneltui.terminal_text import printable
 from kerneltui.trace.model import Trace
 from kerneltui.trace.schema import Kind
-from kerneltui.analysis.traffic import copy_kind
 
 
 def op_id(row):
@@ -273,8 +273,15 @@ def lanes_from_trace(trace: Trace, origin: int | None = None, op_depths: int = 8
         if direction:
             # the margin is 12 cells: a copy stream says its direction and host memory before its device
             label = f"s{stream} {direction}" if len(devices_seen) == 1 else f"{device}:s{stream} {direction}"
-        lanes.append(Lane(f"gpu:{device}:{stream}", label, ts[mask], end[mask], ids[mask], kinds[mask],
-                          codes[mask], short_by_key, full_by_key))
+        at = np.flatnonzero(mask)
+        for row, part in enumerate(stacked_rows(ts[at], end[at])):
+            if row:
+                part_key, part_label = f"gpu:{device}:{stream}:{row}", f"{label} +{row}"
+            else:
+                part_key, part_label = f"gpu:{device}:{stream}", label
+            mine = at[part]
+            lanes.append(Lane(part_key, part_label, ts[mine], end[mine], ids[mine], kinds[mine], codes[mine],
+                              short_by_key, full_by_key))
     launch_lane = g["launch_lane"].to_numpy()
     op = g["op"].cat
     op_labels = tuple(printable(str(c)) for c in op.categories)
@@ -292,6 +299,65 @@ def lanes_from_trace(trace: Trace, origin: int | None = None, op_depths: int = 8
     if threads and op_depths > 0:
         lanes += op_lanes(trace, threads[0], origin, op_depths)
     return lanes
+
+
+MAX_STACKED = 8  # rows one stream may take; overlaps deeper than that share the last row
+FIRST_FIT_LIMIT = 10_000  # a run of overlapping events longer than this is peeled (vectorised) instead
+
+
+def stacked_rows(starts: np.ndarray, ends: np.ndarray) -> list[np.ndarray]:
+    """A stream's intervals (sorted by start) split into rows in which none overlaps another: the
+    positions in each row, the first row first. One row in a sound trace.
+
+    Where events overlap on their stream (programmatic dependent launch, graph branches, damage:
+    analysis/health), each run of them is laid out first-fit: an event takes the first row free at
+    its start, so a chain of PDL kernels each overlapping the last takes two rows. A run longer than
+    FIRST_FIT_LIMIT (a bad 31-year kernel under everything after it) is peeled instead, a vectorised
+    round per row: each round keeps the events that start after every earlier one has ended.
+    """
+    n = len(starts)
+    row = np.zeros(n, np.int64)
+    if n > 1:
+        reach = np.maximum.accumulate(ends)
+        joins = np.zeros(n, bool)
+        joins[1:] = starts[1:] < reach[:-1]  # overlaps something before it: same run as its predecessor
+        if joins.any():
+            run_start = np.flatnonzero(~joins)
+            bounds = np.append(run_start, n)
+            long_runs = np.flatnonzero(np.diff(bounds) > 1)
+            for i in long_runs.tolist():
+                lo, hi = int(bounds[i]), int(bounds[i + 1])
+                place = _first_fit if hi - lo <= FIRST_FIT_LIMIT else _peeled
+                row[lo:hi] = place(starts[lo:hi], ends[lo:hi])
+    return [np.flatnonzero(row == r) for r in range(int(row.max()) + 1 if n else 1)]
+
+
+def _first_fit(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    free_at: list[int] = []  # per row: when its last event ends
+    rows = np.empty(len(starts), np.int64)
+    for i, (s, e) in enumerate(zip(starts.tolist(), ends.tolist())):
+        r = next((k for k, t in enumerate(free_at) if t <= s), len(free_at))
+        r = min(r, MAX_STACKED - 1)
+        if r == len(free_at):
+            free_at.append(e)
+        else:
+            free_at[r] = max(free_at[r], e)
+        rows[i] = r
+    return rows
+
+
+def _peeled(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    rows = np.full(len(starts), MAX_STACKED - 1, np.int64)
+    left = np.arange(len(starts))
+    for r in range(MAX_STACKED - 1):
+        if not len(left):
+            break
+        reach = np.maximum.accumulate(ends[left])
+        clear = np.ones(len(left), bool)
+        clear[1:] = starts[left][1:] >= reach[:-1]
+        rows[left[clear]] = r
+        left = left[~clear]
+    return rows
 
 
 def op_lanes(trace: Trace, lane: int, origin: int, op_depths: int = 8) -> list[Lane]:

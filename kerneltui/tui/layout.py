@@ -26,9 +26,11 @@ class Layout:
 
 
 def browser_layout(width: int, height: int, table_rows: int, timeline_wanted: int, mode: str = "normal",
-                   details: bool = True, range_line: bool = False) -> Layout:
-    """Rows for each pane. ``table_rows``: rows the table would draw (its header included)."""
-    avail = max(height - FIXED_ROWS - (2 if range_line else 0), MIN_TABLE_ROWS + MIN_TIMELINE_ROWS)
+                   details: bool = True, range_line: bool = False, health_line: bool = False) -> Layout:
+    """Rows for each pane. ``table_rows``: rows the table would draw (its header included);
+    ``health_line``: a damaged trace's line under the header takes a row."""
+    fixed = FIXED_ROWS + (2 if range_line else 0) + (1 if health_line else 0)
+    avail = max(height - fixed, MIN_TABLE_ROWS + MIN_TIMELINE_ROWS)
     if mode == "max":
         return Layout(width >= DETAILS_BESIDE_FROM, 0, avail, False)
     beside = width >= DETAILS_BESIDE_FROM

@@ -21,15 +21,22 @@ import pandas as pd
 
 from kerneltui.analysis.attribution import place_codes
 from kerneltui.analysis.explore.context import LaunchContext, launch_context
-from kerneltui.analysis.modules import ModuleTree, module_tree
 from kerneltui.analysis.explore.groups import group_index
 from kerneltui.analysis.explore.ranges import range_index
 from kerneltui.analysis.explore.search import LaunchSearch, launch_search
+from kerneltui.analysis.health import Health, trace_health
+from kerneltui.analysis.modules import ModuleTree, module_tree
 from kerneltui.trace.filters import name_pattern
 from kerneltui.trace.model import Trace
 from kerneltui.trace.schema import Kind
 from kerneltui.trace.summary import TraceSummary, kernel_stats, summarize
-from kerneltui.tui.lanes import Lane, NamesByCode, _threads_by_launches, lanes_from_trace, op_lanes
+from kerneltui.tui.lanes import (
+    Lane,
+    NamesByCode,
+    _threads_by_launches,
+    lanes_from_trace,
+    op_lanes,
+)
 
 # Noise categories the user toggles: (id, label, event kinds, shown by default).
 GPU_CATEGORIES = (("memcpy", "memcpy", (Kind.MEMCPY,)), ("memset", "memset", (Kind.MEMSET,)))
@@ -147,6 +154,7 @@ class Browse:
     context: LaunchContext = field(repr=False)  # per launch: op stack, source line, module (analysis.explore)
     search: LaunchSearch = field(repr=False)  # `/` over kernels, ops, annotations, modules, sources
     modules: ModuleTree | None = field(default=None, repr=False)  # T: the module tree (analysis/modules.py)
+    health: Health | None = field(default=None, repr=False)  # what the trace cannot be trusted for (analysis/health)
 
     def row_to_launch_of_call(self, row: int) -> int:
         return int(self.call_to_launch[row])
@@ -180,6 +188,7 @@ def build_browse(kernels: Kernels) -> Browse:
     modules = module_tree(trace)  # the attribution, here rather than on the first T
     place_codes(trace)
     return Browse(
+        health=trace_health(trace),
         kernels=kernels,
         step_spans=step_spans(trace, kernels.origin),
         summary=summarize(trace),

@@ -21,9 +21,11 @@ SHORT_LABEL = {"memcpy": "memcpy", "memset": "memset", "runtime": "api", "cpu_op
 
 
 def header(kernels: Kernels, browse: Browse | None, width: int = 200) -> Text:
-    """File, launches, kernels, busy time, steps, device, in the longest wording that fits ``width``.
+    """File, launches, kernels, busy time, steps, device and health, in the longest wording that fits ``width``.
 
     At 80 columns every fact stays: the wording shortens and the file name is cut before any fact is.
+    "healthy" is said where the whole file name still fits; a damaged trace has a line of its own
+    (``health_line``).
     """
     trace = kernels.trace
     text = Text(no_wrap=True, overflow="ellipsis")
@@ -39,11 +41,14 @@ def header(kernels: Kernels, browse: Browse | None, width: int = 200) -> Text:
              f"busy {fmt_ns(s.busy_ns)} of {fmt_ns(s.window_ns)} ({fmt_share(s.busy_share)})", steps],
             [plural(n, "launch"), plural(k, "kernel"), f"busy {fmt_share(s.busy_share)} of {fmt_ns(s.window_ns)}", steps],
         ]
+    health = browse.health if browse is not None else None
     room = width - 2  # the header's padding
-    for facts in wordings:
+    # "healthy" only where the whole file name still fits beside it
+    said = [(w, " · healthy") for w in wordings] if health is not None and health.ok else []
+    for facts, tail in said + [(w, "") for w in wordings]:
         for dev in (device, device.removeprefix("NVIDIA ")):
-            rest = " · ".join(facts) + (" · …" if browse is None else "") + (f" · {dev}" if dev else "")
-            if len(name) + 3 + len(rest) <= room or len(rest) + 3 + 16 <= room:
+            rest = " · ".join(facts) + (" · …" if browse is None else "") + (f" · {dev}" if dev else "") + tail
+            if len(name) + 3 + len(rest) <= room or (not tail and len(rest) + 3 + 16 <= room):
                 break
         else:
             continue
@@ -53,6 +58,19 @@ def header(kernels: Kernels, browse: Browse | None, width: int = 200) -> Text:
     text.append(f" · {rest}")
     if trace.meta.warnings:
         text.append("  ⚠ " + printable("; ".join(trace.meta.warnings)), style="bold")
+    return text
+
+
+def health_line(health, width: int = 200) -> Text:
+    """A damaged trace's line under the header: what is damaged, worst first, and the key to the report."""
+    text = Text(no_wrap=True, overflow="ellipsis")
+    key = "  (H: the report)"
+    room = max(width - 2 - len(key), 10)
+    line = "⚠ " + health.line()
+    if len(line) > room:
+        line = "⚠ " + health.short_line()
+    text.append(ellipsize(line, room), style="bold")
+    text.append(key, style="dim")
     return text
 
 

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from kerneltui.tui.app import KernelTuiApp
 from kerneltui.tui.screens.browser import BrowserScreen
+from kerneltui.tui.screens.health import HealthScreen
 from kerneltui.tui.screens.help import HelpScreen
 from kerneltui.tui.screens.loading import LoadingScreen
 from kerneltui.tui.screens.modules import ModulesScreen, ModuleTable
 from kerneltui.tui.widgets.table import VirtualTable
 from kerneltui.tui.widgets.timeline import Timeline
 
-ALL = [KernelTuiApp, BrowserScreen, HelpScreen, LoadingScreen, VirtualTable, Timeline, ModulesScreen, ModuleTable]
+ALL = [KernelTuiApp, BrowserScreen, HelpScreen, LoadingScreen, VirtualTable, Timeline, ModulesScreen, ModuleTable,
+       HealthScreen]
 
 # binding id -> the Pilot test that presses it (tests/tui/test_browser.py unless said otherwise)
 COVERED = {
@@ -42,6 +44,8 @@ COVERED = {
     "export-csv": "test_explorer.py::test_x_and_X_export_the_table_as_shown_to_new_files",
     "export-markdown": "test_explorer.py::test_x_and_X_export_the_table_as_shown_to_new_files",
     "toggle-details": "test_details_key_hides_the_pane",
+    "health": "test_health_tui.py::test_a_damaged_trace_says_so_under_the_header_and_h_shows_the_report",
+    "health.close": "test_health_tui.py::test_a_damaged_trace_says_so_under_the_header_and_h_shows_the_report",
     **{k: "test_modules.py::test_t_shows_the_tree_keys_open_and_close_and_enter_scopes_to_a_node"
        for k in ("modules", "modules.open", "modules.close", "modules.open-all", "modules.back")},
     **{f"sort-{i}": "test_sort_keys_each_column_and_reverse" for i in range(1, 7)},

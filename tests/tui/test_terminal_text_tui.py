@@ -101,7 +101,7 @@ async def test_kernel_table_header_and_details_show_escaped_text(tmp_path):
 
         header = static_text(app, "#header")
         assert header.startswith(r"h\x1b[31m.json · 4 launches · 3 kernels")
-        assert header.endswith(f" · {DEVICE_SHOWN}")  # [link=...] is text: no hyperlink
+        assert header.endswith(f" · {DEVICE_SHOWN} · healthy")  # [link=...] is text: no hyperlink
 
         pane = screen.query_one(DetailsPane)
         assert_widget_inert(pane)

@@ -13,7 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from kerneltui.analysis.compare.diff import SideFacts, TraceDiff
-from kerneltui.diff_report import PROFILED, bytes_text, num, ratio, source_label, span_text
+from kerneltui.diff_report import DAMAGED_MARK, PROFILED, bytes_text, num, ratio, source_label, span_text
 from kerneltui.terminal_text import printable
 from kerneltui.units import fmt_ns
 
@@ -71,12 +71,13 @@ def sides_table(d: TraceDiff, full: bool, compact: bool = False) -> Table:
     table.add_column(ratio=1, no_wrap=True, overflow="ellipsis")
     table.add_column(ratio=1, no_wrap=True, overflow="ellipsis")
     table.add_column(justify="right", no_wrap=True)
-    table.add_row("", Text(f"A {_name(a)}", style="bold"), Text(f"B {_name(b)}", style="bold"), Text("B/A", style="dim"))
+    table.add_row("", _side_head("A", a), _side_head("B", b), Text("B/A", style="dim"))
     if compact:
         table.add_row("GPU·span", *(_bold(f"{fmt_ns(s.gpu_ns)} · {span_text(s)}") for s in (a, b)),
                       ratio(r["gpu_ns"]))
         return table
     if full:
+        table.add_row("health", _health(a), _health(b), "")
         table.add_row("device", Text(printable(a.device)), Text(printable(b.device)), "")
         table.add_row(f"{unit}s", *(Text(printable(f"{s.iterations} ({source_label(s)})")) for s in (a, b)), "")
     table.add_row("launches", _bold(f"{num(a.launches)} per {unit}"), _bold(f"{num(b.launches)} per {unit}"),
@@ -87,6 +88,24 @@ def sides_table(d: TraceDiff, full: bool, compact: bool = False) -> Table:
     table.add_row("moved", *(_moved(s) for s in (a, b)), ratio(r["bytes"]))
     table.add_row("bandwidth", *(_bandwidth(s) for s in (a, b)), "")
     return table
+
+
+def _side_head(label: str, s: SideFacts) -> Text:
+    """'A eager.json.gz', and ⚠ where the trace is damaged (its figures are not to be trusted: H says why)."""
+    text = Text(f"{label} ", style="bold")
+    if s.health and not s.health.get("ok", True):
+        text.append(f"{DAMAGED_MARK} ", style="bold reverse")
+    text.append(_name(s), style="bold")
+    return text
+
+
+def _health(s: SideFacts) -> Text:
+    """'healthy', or the damage in a few words (H: the whole report)."""
+    if not s.health:
+        return Text("unknown", style="dim")
+    if s.health.get("ok"):
+        return Text("healthy")
+    return Text(printable(s.health["line"].removeprefix("NOT HEALTHY: ")), style="bold")
 
 
 def _name(s: SideFacts) -> str:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from kerneltui.analysis.compare.diff import TraceDiff, diff_traces
+from kerneltui.analysis.health import Health, trace_health
 from kerneltui.trace.model import Trace
 from kerneltui.tui.lanes import Lane, lanes_from_trace
 
@@ -30,6 +31,8 @@ class SideView:
     starts: np.ndarray  # absolute ns per GPU row: a matched row's extent, to zoom to it
     ends: np.ndarray
     iteration: np.ndarray  # step/call per GPU row
+    path: str = ""
+    health: Health | None = None  # analysis/health: what the trace cannot be trusted for
 
     def lanes_at(self, call: int) -> tuple[Lane, ...]:
         """The lanes with time 0 at a call's alignment point (a shift: no rebuild)."""
@@ -107,6 +110,8 @@ def _side(label: str, trace: Trace, call: int) -> SideView:
         starts=trace.gpu["ts"].to_numpy(),
         ends=trace.gpu["end"].to_numpy(),
         iteration=trace.gpu["iteration"].to_numpy(),
+        path=trace.meta.path,
+        health=trace_health(trace),
     )
 
 

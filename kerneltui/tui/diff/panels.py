@@ -20,8 +20,10 @@ from textual.widgets import Static
 from kerneltui.analysis.compare.diff import TraceDiff
 from kerneltui.analysis.compare.row_kernels import KernelLine, row_kernels
 from kerneltui.diff_report import (
+    DAMAGED_MARK,
     explanations,
     headline_rows,
+    health_lines,
     match_label,
     nbytes,
     num,
@@ -80,6 +82,9 @@ class RowPanel(_Panel):
         head.append(printable(m.name) + "\n")
         head.append("why: ", style="bold")
         head.append(printable(m.reason) + "\n")
+        if getattr(m, "health", ""):
+            head.append(f"{DAMAGED_MARK} damaged: ", style="bold reverse")
+            head.append(printable(m.health) + " (these figures are not to be trusted; H: the report)\n", style="bold")
         head.append(f"per {unit}: {num(m.a_count)} → {num(m.b_count)} launches, {_us(m.a_ns)} → {_us(m.b_ns)} µs "
                     f"({_us(m.delta_ns, sign=True)}), {nbytes(m.a_bytes)} → {nbytes(m.b_bytes)}; "
                     f"A {side_rate(m, 'a')}, B {side_rate(m, 'b')}   z zooms the timelines to it", style="dim")
@@ -145,7 +150,7 @@ class VerdictPanel(_Panel):
             figures.add_row(Text(fact, style="dim"), Text(a), Text(b), Text(r))
         notes = Text("not compared: ", style="bold")
         notes.append("; ".join(printable(n) for n in d.notes) if d.notes else "everything compared")
-        explained = Text("\n".join(printable(e) for e in explanations(d)), style="dim")
+        explained = Text("\n".join(printable(e) for e in explanations(d) + health_lines(d)), style="dim")
         return [verdict, figures, explained, notes]
 
 

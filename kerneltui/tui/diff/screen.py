@@ -19,6 +19,7 @@ from kerneltui.trace.filters import name_pattern
 
 from kerneltui.diff_report import nbytes, num, side_rate
 from kerneltui.terminal_text import printable
+from kerneltui.tui.screens.health import HealthScreen
 from kerneltui.tui.diff.header import headline_text, notes_text, sides_table, verdict_text
 from kerneltui.tui.diff.model import DiffView
 from kerneltui.tui.diff.panels import ModulesPanel, RowPanel, VerdictPanel
@@ -52,6 +53,8 @@ class DiffScreen(Screen):
         Binding("r", "reset_view", "Reset view", show=False, id="diff.reset"),
         Binding("i", "notes", "Verdict", id="diff.notes",
                 tooltip="The whole verdict, every figure of A beside B, and what was not compared"),
+        Binding("H", "health", "Trace health", show=False, id="diff.health",
+                tooltip="Both traces' health reports: GPU work lost, doubled or mistimed, and what it affects"),
         Binding("T", "modules", "By module", show=False, id="diff.modules",
                 tooltip="Forward and backward time per module (or forward op), A → B"),
         Binding("z", "zoom_row", "Zoom to the row", show=False, id="diff.zoom-row",
@@ -262,6 +265,14 @@ class DiffScreen(Screen):
 
     def action_modules(self) -> None:
         self.app.push_screen(ModulesPanel(self.view.diff))
+
+    def action_health(self) -> None:
+        """H: both traces' health reports, whole."""
+        self.app.push_screen(HealthScreen([(s.path, s.health) for s in (self.view.a, self.view.b)]))
+
+    def action_health(self) -> None:
+        """H: both traces' health reports, whole."""
+        self.app.push_screen(HealthScreen([(s.path, s.health) for s in (self.view.a, self.view.b)]))
 
     def action_notes(self) -> None:
         """The whole verdict (short screens show its short form), every figure, what was not compared."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from kerneltui.diff_report import match_label, nbytes, num, side_rate
+from kerneltui.diff_report import DAMAGED_MARK, match_label, nbytes, num, side_rate
 from kerneltui.terminal_text import printable
 from kerneltui.tui.widgets.table import Column, VirtualTable
 from kerneltui.units import ellipsize
@@ -86,8 +86,9 @@ class MatchTable(VirtualTable):
 
     def cells(self, index: int) -> list[str]:
         m = self.row(index)
+        mark = f"{DAMAGED_MARK} " if getattr(m, "health", "") else ""
         return [
-            self._shown_name(printable(m.name)),
+            mark + self._shown_name(printable(m.name)),
             match_label(m.kind, m.confidence),
             f"{num(m.a_count)} → {num(m.b_count)}",
             f"{self._time(m.a_ns)} → {self._time(m.b_ns)}",

@@ -15,7 +15,13 @@ from textual.widget import Widget
 
 from kerneltui.analysis.ranks.job import Job
 from kerneltui.terminal_text import printable
-from kerneltui.tui.ranks.model import STRAGGLER_MARK, Clock, clock_of, short_error
+from kerneltui.tui.ranks.model import (
+    DAMAGED_MARK,
+    STRAGGLER_MARK,
+    Clock,
+    clock_of,
+    short_error,
+)
 from kerneltui.tui.ranks.paint import IDLE, lane_rows, lane_shares
 from kerneltui.tui.timeline_paint import Grid, axis_row, hidden_hint, with_hint
 from kerneltui.tui.widgets.component_styles import ComponentStyles
@@ -54,7 +60,9 @@ class RankLanes(ComponentStyles, Widget):
         self.lane_height = 1  # rows per lane: 2 splits compute and communication, 3 adds a gap
         self.lane_top = 0
         stragglers = set(job.stragglers)
-        self.labels = [f"r{r.rank}" + (f" {STRAGGLER_MARK}" if r.rank in stragglers else "") for r in job.ranks]
+        hurt = set(job.damaged)
+        self.labels = [f"r{r.rank}" + (f" {STRAGGLER_MARK}" if r.rank in stragglers else f" {DAMAGED_MARK}"
+                                       if r.rank in hurt else "") for r in job.ranks]
         self.label_width = max(max(len(label) for label in self.labels), 8)  # the axis's span: 222.37ms
         self._key: tuple | None = None
         self._lines: list[Strip] = []

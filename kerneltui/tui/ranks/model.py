@@ -20,6 +20,7 @@ from kerneltui.terminal_text import printable
 from kerneltui.units import fmt_ns
 
 STRAGGLER_MARK = "◀"  # a glyph, not a colour: NO_COLOR keeps it
+DAMAGED_MARK = ranks_report.DAMAGED_MARK
 TIME_KEYS = ("step_ns", "busy_ns", "compute_ns", "comm_ns", "exposed_comm_ns", "idle_ns", "clock_offset_ns",
              "lateness_ns")
 
@@ -29,6 +30,7 @@ class RankRow:
     rank: int
     cells: tuple[str, ...]  # per TIME_KEYS
     straggler: bool
+    damaged: bool  # its trace health is not ok (analysis/health)
     error: str  # the load failed: the one line saying why (its file by name: the row says which rank)
     path: str
     device: str
@@ -37,6 +39,7 @@ class RankRow:
 def rank_rows(job: Job) -> list[RankRow]:
     late = set(job.stragglers)
     return [RankRow(row["rank"], tuple(time_cell(k, row[k]) for k in TIME_KEYS), row["rank"] in late,
+                    row["healthy"] is False,
                     short_error(row["error"] or "", row["path"]), printable(row["path"]),
                     printable(row["device"] or "")) for row in ranks_report.rank_rows(job)]
 
@@ -127,6 +130,8 @@ def rank_line(job: Job, index: int, width: int = 200) -> Text:
              f"{r.steps} steps" if r.steps else "no steps"]
     if r.rank in job.stragglers and late is not None:
         facts.insert(0, f"{STRAGGLER_MARK} straggler, {fmt_ns(late)} late")
+    if r.rank in job.damaged:
+        facts.insert(0, f"{DAMAGED_MARK} damaged trace: {r.health.get('line', '').removeprefix('NOT HEALTHY: ')}")
     room = width - 2 - len(f"rank {r.rank}")  # the padding
     while len(facts) > 2 and len(" · " + " · ".join(facts)) > room:
         facts.pop()

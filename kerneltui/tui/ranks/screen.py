@@ -18,6 +18,7 @@ from kerneltui.analysis.ranks.job import Job
 from kerneltui.tui.ranks.lanes import RankLanes
 from kerneltui.tui.ranks.layout import ranks_layout
 from kerneltui.tui.ranks.model import (
+    DAMAGED_MARK,
     STRAGGLER_MARK,
     clock_label,
     clock_of,
@@ -112,6 +113,8 @@ class RanksScreen(Screen):
         legend = f"{clock_label(self.job, self.aligned, short=True)} · {LEGEND}"
         if self.job.stragglers:
             legend += f" · {STRAGGLER_MARK} straggler"
+        if self.job.damaged:
+            legend += f" · {DAMAGED_MARK} damaged trace"
         lanes.border_title = Text(legend)  # a Text: a str title would be read as markup
         self._header()
 
@@ -165,6 +168,8 @@ class RanksScreen(Screen):
                 (SHADES[1:], "compute: how busy each cell kept the GPU"),
                 (COMM_GLYPHS, "communication (collective kernels): under half of the cell, half or more"),
                 (STRAGGLER_MARK, "a straggler: the rank the others wait for at the collectives"),
+                (DAMAGED_MARK, "a damaged trace: GPU work lost or garbled (summary --health on its file), "
+                               "never called a straggler"),
                 ("aligned", "each rank's own clock minus its offset (collectives that end together line them up)"),
                 ("late", "how much later than the median rank a rank reaches the collectives"),
             ]),

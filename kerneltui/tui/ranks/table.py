@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.segment import Segment
 from textual.strip import Strip
 
-from kerneltui.tui.ranks.model import STRAGGLER_MARK, RankRow
+from kerneltui.tui.ranks.model import DAMAGED_MARK, STRAGGLER_MARK, RankRow
 from kerneltui.tui.widgets.table import Column, VirtualTable
 from kerneltui.units import ellipsize
 
@@ -60,4 +60,5 @@ class RankTable(VirtualTable):
 
     @staticmethod
     def _rank_cell(r: RankRow) -> str:
-        return f"{r.rank} {STRAGGLER_MARK}" if r.straggler else str(r.rank)
+        return (f"{r.rank} {STRAGGLER_MARK}" if r.straggler else f"{r.rank} {DAMAGED_MARK}" if r.damaged
+                else str(r.rank))

@@ -23,8 +23,22 @@ from kerneltui.tui.details import Details, event_details, launch_details
 from kerneltui.tui.history import History, Place
 from kerneltui.tui.lanes import filter_lanes, op_row
 from kerneltui.tui.layout import browser_layout
-from kerneltui.tui.model import DEFAULT_SHOWN, Browse, Kernels, event_list, names_matching
-from kerneltui.tui.query import Answer, Caches, Query, Scope, answer, name_header, side_header
+from kerneltui.tui.model import (
+    DEFAULT_SHOWN,
+    Browse,
+    Kernels,
+    event_list,
+    names_matching,
+)
+from kerneltui.tui.query import (
+    Answer,
+    Caches,
+    Query,
+    Scope,
+    answer,
+    name_header,
+    side_header,
+)
 from kerneltui.tui.screens.browser_keys import BrowserKeys
 from kerneltui.tui.widgets.details import DetailsPane
 from kerneltui.tui.widgets.kernel_table import KernelTable
@@ -65,6 +79,7 @@ class BrowserScreen(BrowserKeys):
 
     def compose(self) -> ComposeResult:
         yield Static(id="header")
+        yield Static(id="health")
         with Horizontal(id="filterbar"):
             yield Input(placeholder="/ search kernels, ops, modules, source lines, steps", id="filter",
                         select_on_focus=False)
@@ -84,6 +99,7 @@ class BrowserScreen(BrowserKeys):
         self.query_one("#header", Static).update(status.header(self.kernels, None, self.size.width))
         self.query_one(LaunchList).set_source(self.kernels, None)
         self.query_one("#range", Static).display = False
+        self.query_one("#health", Static).display = False
         self.apply_query()
         self.set_focus(self.query_one(KernelTable))
 
@@ -91,6 +107,7 @@ class BrowserScreen(BrowserKeys):
         """Stage 2 arrived: timeline, launch list, search over everything, full details."""
         self.browse = browse
         self.query_one("#header", Static).update(status.header(self.kernels, browse, self.size.width))
+        self._show_health()
         self.query_one(LaunchList).set_source(self.kernels, browse)
         timeline = self.query_one(Timeline)
         timeline.set_steps(*browse.step_spans, step_of_id=self.kernels.trace.gpu["iteration"].to_numpy())
@@ -107,7 +124,16 @@ class BrowserScreen(BrowserKeys):
 
     def on_resize(self) -> None:
         self.query_one("#header", Static).update(status.header(self.kernels, self.browse, self.size.width))
+        self._show_health()
         self.fit_layout()
+
+    def _show_health(self) -> None:
+        """A damaged trace's health line under the header (a sound one says "healthy" in it, where it fits)."""
+        health = self.browse.health if self.browse is not None else None
+        line = self.query_one("#health", Static)
+        line.display = health is not None and not health.ok
+        if line.display:
+            line.update(status.health_line(health, self.size.width))
 
     def fit_layout(self) -> None:
         """Rows for the table, details and timeline (layout.browser_layout)."""
@@ -116,7 +142,8 @@ class BrowserScreen(BrowserKeys):
         pane = self.query_one(DetailsPane)
         range_line = self.query_one("#range", Static).display
         layout = browser_layout(self.size.width, self.size.height, table.row_count() + 1, timeline.wanted_height(),
-                                self.timeline_mode, details=bool(pane.display), range_line=bool(range_line))
+                                self.timeline_mode, details=bool(pane.display), range_line=bool(range_line),
+                                health_line=bool(self.query_one("#health", Static).display))
         if layout == self._layout:
             return  # unchanged: setting styles again would cost a relayout on every keystroke
         self._layout = layout

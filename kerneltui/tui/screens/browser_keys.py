@@ -18,6 +18,7 @@ from kerneltui.tui.export import FORMATS, as_csv, as_markdown, export_name, writ
 from kerneltui.tui.lanes import op_row
 from kerneltui.tui.layout import MODES
 from kerneltui.tui.query import Scope
+from kerneltui.tui.screens.health import HealthScreen
 from kerneltui.tui.screens.help import FILTER_KEYS, HelpScreen
 from kerneltui.tui.screens.modules import ModulesScreen
 from kerneltui.tui.widgets import kernel_table, launch_list
@@ -29,7 +30,7 @@ from kerneltui.tui.widgets.timeline import Timeline
 
 # actions that need the second loading stage (timeline, search over ops, groups): pressed before it
 # arrives (or typed while the file was read), they run once it is there rather than being lost
-NEEDS_BROWSE = frozenset({"modules", "cycle_grouping", "scope", "whole", "jump", "mark", "next_match", "zoom", "pan",
+NEEDS_BROWSE = frozenset({"modules", "health", "cycle_grouping", "scope", "whole", "jump", "mark", "next_match", "zoom", "pan",
                           "zoom_selection", "timeline_size"})
 
 NOISE_KEYS = (("C", "memcpy"), ("S", "memset"), ("R", "runtime"), ("O", "cpu_op"), ("A", "annotation"), ("M", "memory"))
@@ -77,6 +78,8 @@ class BrowserKeys(Screen):
                 tooltip="Write the table as shown to a new Markdown file"),
         Binding("f", "toggle_names", "Full names", show=False, id="full-names", tooltip="Full kernel names instead of short ones"),
         Binding("d", "toggle_details", "Show/hide the details pane", show=False, id="toggle-details"),
+        Binding("H", "health", "Trace health", show=False, id="health",
+                tooltip="The trace's health report: GPU work lost, doubled or mistimed, by cause, and what it affects"),
         Binding("escape", "escape", "Leave the search / clear the range, then the search", show=False, id="escape"),
         *(Binding(str(i), f"sort({i})", f"Sort by column {i} (again: reverse)", show=False, id=f"sort-{i}")
           for i in range(1, 7)),
@@ -106,7 +109,9 @@ class BrowserKeys(Screen):
             ("Anywhere", [b for b in self.BINDINGS] + list(self.app.BINDINGS)
              + [Binding("ctrl+p", "command_palette", "Command palette: every action by name", id="palette")]),
             ("Kernel table and launch list", VirtualTable.BINDINGS),
-            ("Timeline (when focused)", timeline_keys),
+            ("Timeline (when focused)", timeline_keys + [
+                ("s7 +1", "a stream's second row: kernels that start before the one ahead of them on the stream "
+                          "has ended (programmatic dependent launch, graph branches, or damage: H says which)")]),
             ("Search box", FILTER_KEYS),
         ]
 
@@ -188,6 +193,12 @@ class BrowserKeys(Screen):
                 self.set_query(module=path)
 
         self.app.push_screen(ModulesScreen(self.browse.modules, self.query_state.module), scoped)
+
+    def action_health(self) -> None:
+        """H: the trace's health report, whole."""
+        if self._defer("health"):
+            return
+        self.app.push_screen(HealthScreen([(self.kernels.trace.meta.path, self.browse.health)]))
 
     def action_cycle_grouping(self) -> None:
         if self._defer("cycle_grouping"):
