@@ -17,6 +17,7 @@ sys.path.insert(0, str(ROOT))
 from tests.tui.helpers import settle, wait_for_diff  # noqa: E402
 
 DATA = "tests/data/traces"
+OLD = "tests/data/external/kineto__tb_resnet50_nw0_worker0_2021early.pt.trace.json.gz"
 BROWSER = [
     ("browser-gpt_train-160x45.svg", f"{DATA}/gpt_train_eager.json.gz", (160, 45),
      ["slash", *"aten::mm", "enter", "n", "n", "t", "z"]),
@@ -25,6 +26,9 @@ BROWSER = [
     ("browser-mlp_bf16-80x24.svg", f"{DATA}/mlp_bf16_eager.json.gz", (80, 24), []),
     ("browser-gpt_train-modules-80x24.svg", f"{DATA}/gpt_train_eager.json.gz", (80, 24), ["T", "down", "right"]),
     ("browser-resnet18-120x40.svg", f"{DATA}/resnet18_train_eager.json.gz", (120, 40), ["g"]),
+    # a torch 1.8 trace whose first 733 GPU events have no launch call: the health line, then its report
+    ("browser-torch18-damaged-80x24.svg", OLD, (80, 24), []),
+    ("browser-torch18-health-120x40.svg", OLD, (120, 40), ["H"]),
 ]
 DIFF = [
     ("diff-add_relu_1M-80x24.svg", "traces/add_relu_1M_eager.json.gz", "traces/add_relu_1M_compiled.json.gz", (80, 24)),
