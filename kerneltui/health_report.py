@@ -17,7 +17,7 @@ from kerneltui.terminal_text import json_safe, printable_lines
 from kerneltui.units import fmt_ns, plural
 
 NAME_WIDTH = max(len(c) for c in RULES)  # shared_correlation
-SINGULAR = {"GPU events": "GPU event", "launches": "launch", "steps": "step"}
+SINGULAR = {"GPU events": "GPU event", "launches": "launch", "steps": "step", "file events": "unreadable event"}
 CSV_FIELDS = ("path", "ok", "cause", "events", "unit", "share", "gpu_ns", "changes_figures", "steps", "affects")
 
 
@@ -41,6 +41,8 @@ def _causes(causes: list[Cause], width: int) -> list[str]:
     out = []
     for c in causes:
         head = f"  {c.cause:<{NAME_WIDTH}} {plural(c.events, SINGULAR[c.unit])} ({_share(c.share)})"
+        if c.unit == "file events" and not c.events:
+            head = f"  {c.cause:<{NAME_WIDTH}} the file is cut off"
         if c.gpu_ns is not None and c.unit != "launches":
             head += f", {fmt_ns(c.gpu_ns)} GPU"
         out.append(head)

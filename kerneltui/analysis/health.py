@@ -35,6 +35,9 @@ Launch calls (runtime and driver calls that start GPU work: ``*Launch*``, ``*Mem
                     zero-byte copy or fill makes no GPU work (listed only)
   no_kernel         any other: GPU events lost (a CUPTI buffer overflow), or the profiler
                     stopped before the work ran
+The file
+  lost_in_file      events the loader could not read (not JSON, no usable time), or a file
+                    cut off: what they held is in no figure
 Steps (listed only: timing.py leaves them out of its medians)
   startup_in_step   a step the profiler's own start-up events touch
   compile_in_step   a step in which a torch.compile (Dynamo) compile started
@@ -96,6 +99,7 @@ RULES = {
     "empty_launch": Rule(False, "launches"),
     "startup_in_step": Rule(False, "steps"),
     "compile_in_step": Rule(False, "steps"),
+    "lost_in_file": Rule(True, "file events"),
 }
 GPU_CAUSES = tuple(c for c, r in RULES.items() if r.unit == "GPU events")
 LAUNCH_CAUSES = tuple(c for c, r in RULES.items() if r.unit == "launches")
@@ -246,6 +250,7 @@ def _health(trace: Trace) -> Health:
     causes = _gpu_causes(trace, code, amount, coarse, span)
     causes += _launch_cause_list(trace, launch_rows, launch_cause)
     causes += _step_causes(trace)
+    causes += _file_causes(trace)
     lost = launch_rows[launch_cause == "no_kernel"]
     overlapping = np.isin(code, (CODE["overlap"], CODE["overlap_pdl"], CODE["overlap_graph"]))
     return Health(tuple(causes), n, len(launch_rows), code, np.where(overlapping, overlapped, -1),
@@ -509,6 +514,26 @@ def _total(dur: np.ndarray) -> int | float:
     return int(total) if abs(total) < 2**63 else total
 
 
+def _file_causes(trace: Trace) -> list[Cause]:
+    """Events the file lost before any rule could see them: a cut-off or damaged file, unreadable events."""
+    meta = trace.meta
+    if not (meta.skipped_events or meta.truncated or meta.end_damaged):
+        return []
+    n = len(trace.events)
+    if meta.truncated:
+        what = f"the file is cut off after its {n:,} events: whatever came after (GPU work too) is lost"
+    elif meta.end_damaged:
+        what = "the end of the file is cut off or damaged: the keys after the events are lost"
+    else:
+        what = ""
+    if meta.skipped_events:
+        skipped = (f"{plural(meta.skipped_events, 'event')} could not be read, and "
+                   f"{'is' if meta.skipped_events == 1 else 'are'} counted nowhere")
+        what = f"{what}; {skipped}" if what else skipped
+    share = meta.skipped_events / (n + meta.skipped_events) if n + meta.skipped_events else 0.0
+    return [Cause("lost_in_file", meta.skipped_events, None, what, "file events", share, True)]
+
+
 def _labels(its, at: np.ndarray) -> tuple[str, ...]:
     idx = np.unique(at[at >= 0])
     return tuple(its.labels[i] for i in idx.tolist())
@@ -606,4 +631,5 @@ def _brief(c: Cause) -> str:
         "empty_launch": f"{n} empty copy/fill calls",
         "startup_in_step": f"start-up in {plural(c.events, 'step')}",
         "compile_in_step": f"compile in {plural(c.events, 'step')}",
+        "lost_in_file": "the file lost events" if c.events else "the file is cut off",
     }[c.cause]

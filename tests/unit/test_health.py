@@ -209,6 +209,23 @@ def test_a_gpu_event_past_the_profilers_window(tmp_path, gpt_doc):
     assert _causes(_load(tmp_path, doc, "outside.json")) == [("outside_window", 1)]
 
 
+def test_a_file_cut_off_or_with_unreadable_events(tmp_path):
+    raw = gzip.open(DATA / "traces/gpt_train_eager.json.gz").read()
+    cut = tmp_path / "cut.json"
+    cut.write_bytes(raw[: len(raw) * 2 // 3])
+    t = load_trace(cut, cache=False)
+    h = trace_health(t)
+    assert _causes(t) == [("lost_in_file", 0)] and not h.ok
+    assert h.cause("lost_in_file").affects == (
+        f"the file is cut off after its {len(t.events):,} events: whatever came after (GPU work too) is lost")
+    damaged = tmp_path / "corrupt.json"
+    damaged.write_bytes(raw.replace(b'"ph": "X", "cat": "kernel"', b'"ph": "X", "cat": "kernel", ]]', 1))
+    t = load_trace(damaged, cache=False)
+    # the unreadable event was a kernel: its launch has lost it too
+    assert _causes(t) == [("no_kernel", 1), ("lost_in_file", 1)]
+    assert trace_health(t).cause("lost_in_file").affects == "1 event could not be read, and is counted nowhere"
+
+
 # -- made traces: what the corpus lacks -----------------------------------------------------------
 
 def test_launches_captured_into_a_cuda_graph_are_not_lost(tmp_path):
