@@ -13,13 +13,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from kerneltui.errors import UserError
     from kerneltui.terminal_text import printable
     from kerneltui.trace import cache
     from kerneltui.units import fmt_bytes
 
     directory = cache.cache_dir()
     if args.clear:
-        count, size = cache.clear(directory)
+        try:
+            count, size = cache.clear(directory)
+        except cache.UnsafeDir as exc:  # not ours to sweep: another user's files, or a link to elsewhere
+            raise UserError(f"cache not cleared: {exc}") from None
         print(printable(f"removed {_entries(count)} ({fmt_bytes(size)}) from {directory}"))
         return 0
     s = cache.stats(directory)
@@ -28,7 +32,21 @@ def run(args: argparse.Namespace) -> int:
     print(f"entries    {s.entries:,}")
     print(f"size       {fmt_bytes(s.total_bytes)} of at most {fmt_bytes(s.max_bytes)} (KERNELTUI_CACHE_MAX)")
     sys.stdout.flush()
+    refused = _refused(cache, directory)
+    if refused:
+        print(printable(f"kerneltui: cache not used: {refused}"), file=sys.stderr)
     return 0
+
+
+def _refused(cache, directory) -> str | None:
+    """Why loads pass the directory over, if they do."""
+    try:
+        cache.private_dir(directory)
+    except cache.UnsafeDir as exc:
+        return str(exc)
+    except OSError:
+        pass  # not a directory: loads pass it over silently, and so does this
+    return None
 
 
 def _entries(n: int) -> str:

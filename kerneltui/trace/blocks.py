@@ -2,12 +2,16 @@
 
 Gzip is inflated in a background thread: zlib releases the GIL while inflating,
 so decompression overlaps with decoding on a second core.
+
+A pipe, FIFO or device (``kerneltui summary <(zcat t.json.gz)``) is opened once and read
+as it comes: its size is what was read, and no progress is reported.
 """
 
 from __future__ import annotations
 
 import os
 import queue
+import stat
 import threading
 import zlib
 from collections.abc import Callable, Iterator
@@ -27,7 +31,10 @@ _DONE = object()
 
 
 def size_and_compression(path: str | os.PathLike) -> tuple[int, bool]:
-    """A file's bytes on disk, and whether they are gzip (by content, as BlockStream reads it). Raises OSError."""
+    """A file's bytes on disk, and whether they are gzip (by content, as BlockStream reads it). Raises OSError.
+    A pipe or device: (0, False), unopened (its first bytes are the load's to read)."""
+    if not stat.S_ISREG(os.stat(path).st_mode):
+        return 0, False
     with open(path, "rb") as f:
         return os.fstat(f.fileno()).st_size, f.read(2) == GZIP_MAGIC
 
@@ -38,12 +45,20 @@ class BlockStream:
     def __init__(self, path: str | os.PathLike, progress: Callable[[float], None] | None = None):
         self.path = Path(path)
         self.progress = progress or (lambda fraction: None)
+        self.pipe = None  # a pipe, FIFO or device: open from here on, its first bytes in self.head
         try:
-            if self.path.is_dir():
+            st = self.path.stat()
+            if stat.S_ISDIR(st.st_mode):
                 raise TraceError(f"{self.path} is a directory, not a trace file")
-            self.file_bytes = self.path.stat().st_size
-            with open(self.path, "rb") as f:
-                self.compressed = f.read(2) == GZIP_MAGIC
+            if stat.S_ISREG(st.st_mode):
+                self.file_bytes = st.st_size
+                with open(self.path, "rb") as f:
+                    self.compressed = f.read(2) == GZIP_MAGIC
+            else:
+                self.pipe = open(self.path, "rb")  # noqa: SIM115 - read in __iter__, once
+                self.head = self.pipe.read(2)
+                self.file_bytes = len(self.head)  # so far
+                self.compressed = self.head == GZIP_MAGIC
         except FileNotFoundError:
             raise TraceError(f"{self.path}: no such file") from None
         except PermissionError:
@@ -55,13 +70,29 @@ class BlockStream:
     def __iter__(self) -> Iterator[bytes]:
         return self._inflated() if self.compressed else self._plain()
 
-    def _plain(self) -> Iterator[bytes]:
+    def _reads(self, size: int) -> Iterator[bytes]:
+        """The file's bytes, ``size`` at a time (progress as they are read, where the size is known)."""
+        if self.pipe is not None:
+            yield from self._pipe_reads(size)
+            return
         done = 0
         with open(self.path, "rb") as f:
-            while block := f.read(BLOCK):
+            while block := f.read(size):
                 done += len(block)
                 self.progress(done / self.file_bytes)
                 yield block
+
+    def _pipe_reads(self, size: int) -> Iterator[bytes]:
+        with self.pipe as f:
+            block = self.head + f.read(size - len(self.head))  # the bytes read to tell gzip from JSON first
+            self.file_bytes = 0
+            while block:
+                self.file_bytes += len(block)
+                yield block
+                block = f.read(size)
+
+    def _plain(self) -> Iterator[bytes]:
+        yield from self._reads(BLOCK)
 
     def _inflated(self) -> Iterator[bytes]:
         blocks: queue.Queue = queue.Queue(maxsize=2)
@@ -93,25 +124,21 @@ class BlockStream:
 
     def _inflate(self) -> Iterator[bytes]:
         inflater = _zlib.decompressobj(wbits=31)
-        done = 0
-        with open(self.path, "rb") as f:
-            while compressed := f.read(BLOCK // 16):  # ~16 MB once inflated
-                done += len(compressed)
-                pending = compressed
-                while pending:
-                    try:
-                        # at most BLOCK out per call: a megabyte of zeros inflates to a gigabyte
-                        out = inflater.decompress(pending, BLOCK)
-                        pending = inflater.unconsumed_tail
-                        # concatenated gzip members are one stream to gzip(1)
-                        if inflater.eof and inflater.unused_data:
-                            pending = inflater.unused_data
-                            inflater = _zlib.decompressobj(wbits=31)
-                    except _INFLATE_ERRORS as exc:
-                        raise TraceError(f"{self.path}: corrupt gzip data ({exc})") from None
-                    if out:
-                        yield out
-                self.progress(done / self.file_bytes)
+        for compressed in self._reads(BLOCK // 16):  # ~16 MB once inflated
+            pending = compressed
+            while pending:
+                try:
+                    # at most BLOCK out per call: a megabyte of zeros inflates to a gigabyte
+                    out = inflater.decompress(pending, BLOCK)
+                    pending = inflater.unconsumed_tail
+                    # concatenated gzip members are one stream to gzip(1)
+                    if inflater.eof and inflater.unused_data:
+                        pending = inflater.unused_data
+                        inflater = _zlib.decompressobj(wbits=31)
+                except _INFLATE_ERRORS as exc:
+                    raise TraceError(f"{self.path}: corrupt gzip data ({exc})") from None
+                if out:
+                    yield out
         tail = inflater.flush()
         if tail:
             yield tail

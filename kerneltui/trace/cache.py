@@ -19,15 +19,28 @@ Writes go to a temporary file in the same directory, then ``os.replace``, so a
 reader, or a second process writing the same entry, sees a whole file or none.
 The directory is bounded (``KERNELTUI_CACHE_MAX``, default 10 GB): least
 recently used entries go first; a read touches its entry.
+
+Only this user's own files are trusted (a planted entry could show any numbers): the
+cache directory must be theirs, not a symbolic link and private (kerneltui creates it
+0700, and chmods one of theirs that is open to others), in a directory no other user
+may write to (a sticky one, like /tmp, will do), else it is not used at all and one
+line on stderr says why. An entry is opened without following a link or waiting on a
+FIFO, and used only if it is a regular file of this user's; the sweeps (stale
+temporary files, eviction, ``kerneltui cache --clear``) remove only such files, by
+the names kerneltui gives them. A trace that is no regular file (a pipe, a FIFO, a
+device) is read as it comes, uncached: its stat says nothing of its content.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import errno
 import hashlib
 import mmap
 import os
 import re
+import stat
+import sys
 import threading
 import time
 import zlib
@@ -53,6 +66,9 @@ LOADER_MODULES = ("load", "ahead", "decode", "scanner", "worker", "events", "blo
 
 SUFFIX = ".arrow"
 TEMP_PREFIX = ".tmp-"
+# The only names the sweeps remove: entry_path's, and the temporary files of _temp_file (mkstemp's).
+ENTRY_NAME = re.compile(r"[0-9a-f]{16}-[0-9a-f]{24}\.arrow")
+TEMP_NAME = re.compile(r"\.tmp-[0-9a-z_]+\.arrow")
 EDGE_BYTES = 1 << 20  # the key hashes the file's first and last MiB
 DEFAULT_MAX_BYTES = 10 * 10**9
 _STALE_TEMP_S = 3600  # a temporary file this old belongs to a writer that died
@@ -121,8 +137,11 @@ def loader_digest() -> str:
 def entry_key(path: str | os.PathLike) -> dict:
     """What an entry is for: the file (resolved path, size, times, inode, first and last MiB) and the loader."""
     resolved = os.path.realpath(path)
-    with open(resolved, "rb") as f:
+    fd = os.open(resolved, os.O_RDONLY | os.O_NONBLOCK)  # swapped for a FIFO since load looked: no wait
+    with os.fdopen(fd, "rb") as f:
         st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", resolved)
         h = hashlib.blake2b(digest_size=16)
         h.update(f.read(EDGE_BYTES))
         if st.st_size > EDGE_BYTES:
@@ -161,18 +180,26 @@ def load(
     ``write_later``: write a new entry from a background thread, so that the caller (an app
     showing its first screen) need not wait; the process still finishes the write before it exits.
     """
-    if not enabled(cache):
+    if not enabled(cache) or not _regular_file(path):
         return read_trace(path, progress)
     try:
         key = entry_key(path)
     except OSError:
         return read_trace(path, progress)  # missing or unreadable: read_trace words the error
-    where = entry_path(key)
+    directory = cache_dir()
+    try:
+        private_dir(directory)
+    except UnsafeDir as exc:
+        _tell(exc)
+        return read_trace(path, progress)
+    except OSError:
+        pass  # not a directory, or none this user may open: no entry, and the write fails silently
+    where = entry_path(key, directory)
     note = None
     try:
         raw, meta = read_entry(where, key)
-    except (FileNotFoundError, NotADirectoryError, PermissionError):
-        pass  # no entry, or none this user may read: a plain miss
+    except (FileNotFoundError, NotADirectoryError, PermissionError, RefusedEntry):
+        pass  # no entry, or none this user may read or trust: a plain miss (what is there stays)
     except Exception as exc:  # noqa: BLE001 - whatever is wrong with the entry, the trace is read again
         note = f"the cached columns of this trace could not be read ({_why(exc)}): rebuilt them from the trace"
         _remove(where)
@@ -193,12 +220,25 @@ def load(
 
 def holds(path: str | os.PathLike, cache: bool | None = None) -> bool:
     """Whether a load of ``path`` would come from the cache (an entry for this very file exists)."""
-    if not enabled(cache):
+    if not enabled(cache) or not _regular_file(path):
         return False
     try:
-        return entry_path(entry_key(path)).is_file()
+        directory = cache_dir()
+        return private_dir(directory) and _ours(os.lstat(entry_path(entry_key(path), directory)))
+    except UnsafeDir as exc:  # told here too: the apps ask before their screen starts, and load after
+        _tell(exc)
+        return False
     except OSError:
         return False
+
+
+def _regular_file(path: str | os.PathLike) -> bool:
+    """Whether ``path`` is a regular file: a pipe, FIFO or device is read once as it comes (opened to
+    compute a key, it would block or lose the bytes read), and its stat is no identity for a key."""
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return False  # missing or unreadable: read_trace words the error
 
 
 def _why(exc: BaseException) -> str:
@@ -210,11 +250,31 @@ class StaleEntry(ValueError):
     """An entry written for another file, or by another loader."""
 
 
+class RefusedEntry(Exception):
+    """A name in the cache that is no regular file of this user's (a link, a FIFO, another user's
+    file): never read, never removed; a miss."""
+
+
+def _open_entry(where: Path) -> int:
+    """A file descriptor on the entry ``where``, if it is a regular file of this user's; raises RefusedEntry."""
+    try:
+        fd = os.open(where, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)  # a FIFO opens at once, a link not at all
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise RefusedEntry(f"{where} is a symbolic link") from None
+        raise
+    if not _ours(os.fstat(fd)):
+        os.close(fd)
+        raise RefusedEntry(f"{where} is not a regular file of this user's")
+    return fd
+
+
 def read_entry(where: Path, key: dict) -> tuple[RawTrace, TraceMeta]:
-    """The RawTrace and TraceMeta kept in ``where``; raises when it is missing, damaged or not for ``key``."""
+    """The RawTrace and TraceMeta kept in ``where``; raises when it is missing, damaged or not for ``key``
+    (RefusedEntry when it is no regular file of this user's)."""
     import pyarrow as pa
 
-    with open(where, "rb") as f:
+    with os.fdopen(_open_entry(where), "rb") as f:
         # Private and copy-on-write: the columns behave as ordinary writable arrays, and a later
         # os.replace or unlink of the entry leaves this mapping as it was.
         view = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_COPY)
@@ -237,11 +297,14 @@ def read_entry(where: Path, key: dict) -> tuple[RawTrace, TraceMeta]:
         values = batch.column(name).values
         if values.type != pa.from_numpy_dtype(np.dtype(dtype)) or values.null_count:
             raise ValueError(f"column {name} is {values.type}, not {dtype}")
-        buffer = values.buffers()[1]
-        at = buffer.address - whole.address + values.offset * np.dtype(dtype).itemsize
-        if not 0 <= at <= len(view) - len(values) * np.dtype(dtype).itemsize:
-            raise ValueError(f"column {name} lies outside the file")
-        column = np.frombuffer(view, dtype=dtype, count=len(values), offset=at)  # writable: the mapping is private
+        if len(values) == 0:  # a trace without events: Arrow may keep an empty column's buffer anywhere
+            column = np.empty(0, dtype=dtype)
+        else:
+            buffer = values.buffers()[1]
+            at = buffer.address - whole.address + values.offset * np.dtype(dtype).itemsize
+            if not 0 <= at <= len(view) - len(values) * np.dtype(dtype).itemsize:
+                raise ValueError(f"column {name} lies outside the file")
+            column = np.frombuffer(view, dtype=dtype, count=len(values), offset=at)  # writable: the mapping is private
         if zlib.crc32(column) != info["crc32"][name]:
             raise ValueError(f"column {name} fails its checksum")
         columns[name] = column
@@ -321,7 +384,7 @@ def write_entry(where: Path, key: dict, raw: RawTrace, meta: TraceMeta) -> bool:
         import pyarrow.ipc  # noqa: F401
 
         directory = where.parent
-        _make_dir(directory)
+        private_dir(directory, create=True)
         cap = max_bytes()
         n = len(raw.columns["ts"])
         estimate = sum(n * np.dtype(t).itemsize for t in EVENT_COLUMNS.values()) + len(raw.shapes_blob)
@@ -351,25 +414,21 @@ def write_entry(where: Path, key: dict, raw: RawTrace, meta: TraceMeta) -> bool:
             with pa.ipc.new_file(f, schema) as writer:
                 writer.write_batch(batch)
             f.flush()
+        if not _free_or_ours(where):
+            return False  # a link, a FIFO or another user's file at this name: left alone
         os.replace(tmp, where)
         tmp = None
         _drop_older_entries(where)
         evict(directory, cap, keep=where)
         return True
+    except UnsafeDir as exc:  # made unsafe since the load looked
+        _tell(exc)
+        return False
     except Exception:  # noqa: BLE001 - a full disk, a read-only directory, names JSON cannot hold: no cache, no error
         return False
     finally:
         if tmp is not None:
             _remove(Path(tmp))
-
-
-def _make_dir(directory: Path) -> None:
-    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-    if directory.stat().st_mode & 0o077:
-        try:
-            os.chmod(directory, 0o700)  # traces hold source paths and host names: not for other users
-        except OSError:
-            pass
 
 
 def _temp_file(directory: Path) -> tuple[int, str]:
@@ -382,12 +441,117 @@ def _temp_file(directory: Path) -> tuple[int, str]:
 def _drop_older_entries(where: Path) -> None:
     """Entries for the same path but another key (the trace was replaced, or the loader changed)."""
     prefix = where.name.split("-", 1)[0] + "-"
-    for other in where.parent.glob(prefix + "*" + SUFFIX):
-        if other.name != where.name:
+    for other, _ in _entries(where.parent):
+        if other.name.startswith(prefix) and other.name != where.name:
             _remove(other)
 
 
 # -- the directory ----------------------------------------------------------------
+class UnsafeDir(Exception):
+    """A cache directory another user could plant entries in, or swap for theirs: never used. Says why."""
+
+
+def private_dir(directory: Path, create: bool = False) -> bool:
+    """Whether the cache directory is there (created 0700 when ``create``), this user's and private
+    (chmod'ed 0700 if it was open to others). Raises UnsafeDir when it is a symbolic link, another
+    user's, or in a directory other users may write to, or cannot be made private; OSError when it
+    cannot be made or opened. A few system calls: every load asks."""
+    _check_parent(directory.parent, create)
+    if create:
+        try:
+            os.mkdir(directory, 0o700)
+        except FileExistsError:
+            pass
+    try:
+        fd = os.open(directory, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)  # neither a link nor a wait on a FIFO
+    except FileNotFoundError:
+        return False
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise UnsafeDir(f"{directory} is a symbolic link") from None
+        raise
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISDIR(st.st_mode):
+            raise NotADirectoryError(errno.ENOTDIR, "not a directory", str(directory))
+        if st.st_uid != os.geteuid():
+            raise UnsafeDir(f"{directory} is owned by another user (uid {st.st_uid})")
+        if st.st_mode & 0o077:
+            try:
+                os.fchmod(fd, 0o700)  # the very directory checked: traces hold source paths and host names
+            except OSError as exc:
+                raise UnsafeDir(f"{directory} is {_open_to(st.st_mode)} and could not be made private "
+                                f"({exc.strerror})") from None
+    finally:
+        os.close(fd)
+    return True
+
+
+def _check_parent(parent: Path, create: bool) -> None:
+    """Whoever may write to the cache directory's parent may rename it and put theirs in its place:
+    only this user or root (a symbolic link to it is fine: what counts is where it leads). In a sticky
+    directory, like /tmp, no one renames what is not theirs. Group-writable is fine when it is this
+    user's (a user private group, as umask 002 makes)."""
+    if create:
+        _make_parents(parent)
+    try:
+        st = os.stat(parent)
+    except FileNotFoundError:
+        return  # nothing there, the cache directory either
+    me = os.geteuid()
+    if st.st_uid not in (me, 0):
+        raise UnsafeDir(f"{parent} is owned by another user (uid {st.st_uid})")
+    if not st.st_mode & stat.S_ISVTX:
+        if st.st_mode & 0o002:
+            raise UnsafeDir(f"{parent} is writable by others")
+        if st.st_mode & 0o020 and st.st_uid != me:
+            raise UnsafeDir(f"{parent} is writable by its group")
+
+
+def _make_parents(parent: Path) -> None:
+    """The missing directories above the cache's, each 0700 (as the XDG spec asks)."""
+    missing = []
+    while not parent.exists() and parent != parent.parent:
+        missing.append(parent)
+        parent = parent.parent
+    for p in reversed(missing):
+        try:
+            os.mkdir(p, 0o700)
+        except FileExistsError:
+            pass
+
+
+def _open_to(mode: int) -> str:
+    if mode & 0o002:
+        return "writable by others"
+    return "writable by its group" if mode & 0o020 else "readable by others"
+
+
+_told: set[str] = set()
+
+
+def _tell(exc: UnsafeDir) -> None:
+    """One line on stderr, once a process (diff loads two traces), on why the cache is not used."""
+    from kerneltui.terminal_text import printable
+
+    line = f"kerneltui: cache not used: {exc}"
+    if line not in _told:
+        _told.add(line)
+        print(printable(line), file=sys.stderr)
+
+
+def _ours(st: os.stat_result) -> bool:
+    """A regular file of this user's (from an lstat or fstat: a link is neither)."""
+    return stat.S_ISREG(st.st_mode) and st.st_uid == os.geteuid()
+
+
+def _free_or_ours(where: Path) -> bool:
+    try:
+        return _ours(os.lstat(where))
+    except FileNotFoundError:
+        return True
+
+
 @dataclass(frozen=True)
 class CacheStats:
     directory: Path
@@ -396,15 +560,19 @@ class CacheStats:
     max_bytes: int
 
 
-def _entries(directory: Path) -> list[tuple[Path, os.stat_result]]:
+def _entries(directory: Path, name: re.Pattern = ENTRY_NAME) -> list[tuple[Path, os.stat_result]]:
+    """The files named ``name`` (entries, else temporary files) that are regular files of this user's."""
     out = []
     try:
-        for p in directory.iterdir():
-            if p.suffix == SUFFIX and not p.name.startswith(TEMP_PREFIX):
-                try:
-                    out.append((p, p.stat()))
-                except FileNotFoundError:
-                    pass  # evicted by another process meanwhile
+        with os.scandir(directory) as found:
+            for e in found:
+                if name.fullmatch(e.name):
+                    try:
+                        st = e.stat(follow_symlinks=False)
+                    except FileNotFoundError:
+                        continue  # evicted by another process meanwhile
+                    if _ours(st):
+                        out.append((directory / e.name, st))
     except OSError:
         pass  # no directory (or none this user may read): no entries
     return out
@@ -417,33 +585,29 @@ def stats(directory: Path | None = None) -> CacheStats:
 
 
 def clear(directory: Path | None = None) -> tuple[int, int]:
-    """Remove every entry (and leftover temporary files); returns (entries, bytes) removed."""
+    """Remove every entry (and leftover temporary files); returns (entries, bytes) removed.
+    Raises UnsafeDir (and removes nothing) where the cache would not be used."""
     directory = cache_dir() if directory is None else directory
+    try:
+        private_dir(directory)
+    except OSError:
+        pass  # not a directory, or none this user may open: nothing to remove
     count = size = 0
     for p, st in _entries(directory):
         if _remove(p):
             count += 1
             size += st.st_size
-    try:
-        for p in directory.glob(TEMP_PREFIX + "*"):
-            _remove(p)
-    except OSError:
-        pass
+    for p, _ in _entries(directory, TEMP_NAME):
+        _remove(p)
     return count, size
 
 
 def evict(directory: Path, cap: int, keep: Path | None = None) -> None:
     """Remove least recently used entries (by mtime: a read touches its entry) until the rest fit ``cap``."""
     now = time.time()
-    try:
-        for p in directory.glob(TEMP_PREFIX + "*"):
-            try:
-                if now - p.stat().st_mtime > _STALE_TEMP_S:
-                    _remove(p)
-            except FileNotFoundError:
-                pass
-    except OSError:
-        pass
+    for p, st in _entries(directory, TEMP_NAME):
+        if now - st.st_mtime > _STALE_TEMP_S:
+            _remove(p)
     entries = sorted(_entries(directory), key=lambda e: e[1].st_mtime_ns)
     total = sum(st.st_size for _, st in entries)
     for p, st in entries:

@@ -22,6 +22,14 @@ def kerneltui(*args: str, **env: str) -> subprocess.CompletedProcess:
                           cwd=ROOT, timeout=60)
 
 
+def on_a_terminal(monkeypatch, command: str) -> None:
+    """As run from a terminal: where stdin or stdout is none, the screen commands print their report instead."""
+    import importlib
+
+    monkeypatch.setattr(importlib.import_module(f"kerneltui.commands.{command}"), "interactive", lambda: True,
+                        raising=False)
+
+
 def test_cache_shows_the_directory_entries_and_size(private_cache):
     empty = kerneltui("cache")
     assert empty.returncode == 0, empty.stderr
@@ -90,6 +98,7 @@ def test_open_no_cache_hands_the_app_a_loader_without_cache(monkeypatch):
         raise Done
 
     monkeypatch.setattr(app_module, "build_app", fake_build_app)
+    on_a_terminal(monkeypatch, "open")
     for argv in (["open", A, "--no-cache"], ["open", A]):
         with pytest.raises(Done):
             cli.main(argv)
@@ -113,6 +122,7 @@ def test_diff_screen_no_cache_hands_the_app_a_loader_without_cache(monkeypatch):
         raise Done
 
     monkeypatch.setattr(diff_app, "build_app", fake_build_app)
+    on_a_terminal(monkeypatch, "diff")
     for argv in (["diff", A, B, "--no-cache"], ["diff", A, B]):
         with pytest.raises(Done):
             cli.main(argv)
