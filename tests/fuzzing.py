@@ -210,9 +210,11 @@ class Mutant:
     info: str
     data: bytes | None  # None: a path that is not a file (see ``kind``)
     suffix: str = ".json"
-    kind: str = "file"  # file | missing | directory
+    kind: str = "file"  # file | missing | directory | fifo | fifo_entry | device (see m_non_regular)
     expect: str = ""  # "cut" (cut off mid-write) or "corrupt": expect exit 2 and a one-line warning or error
     same_as_base: bool = False  # a re-serialisation: expect the same summary as the base
+    warns: str = ""  # text of a warning the summary must print (the one way it may differ from the base's)
+    lossless: bool = False  # every event the base has is read: as many rows, no more losses
     isolate: bool = False  # measure in a fresh process (decompression bombs)
 
     @property
@@ -744,6 +746,144 @@ def m_empty_events(ctx: Ctx) -> Mutant:
     return _finish(ctx, "empty_events", doc, f"traceEvents {mode}")
 
 
+def _decoy_events(events: list) -> list[dict]:
+    """What a decoy array would show instead of the trace: its first complete events renamed, 999 µs long."""
+    decoys = [{**e, "name": f"decoy_{e.get('name')}", "dur": 999.0}
+              for e in events[:200] if isinstance(e, dict) and e.get("ph") == "X"][:50]
+    return decoys or [{"ph": "X", "cat": "kernel", "name": "decoy", "pid": 0, "tid": 7, "ts": 0, "dur": 999.0}]
+
+
+def _array_text(events: list | None, layout: str, indent: int = 2) -> str:
+    """An events array as a member value: one event a line at ``indent`` spaces (Kineto's layout), or one line."""
+    if events is None:
+        return "null"
+    if layout != "lines" or not events:
+        return json.dumps(events, separators=(",", ":"))
+    pad = " " * indent
+    return "[\n" + ",\n".join(pad + json.dumps(e) for e in events) + "\n" + pad[:-2] + "]"
+
+
+def _object_text(members: list[tuple[str, str]]) -> str:
+    """A top-level object of written members ((quoted key, value text)), one a line; keys may repeat."""
+    return "{\n  " + ",\n  ".join(f"{key}: {value}" for key, value in members) + "\n}\n"
+
+
+def _top_members(doc: dict) -> list[tuple[str, str]]:
+    return [(json.dumps(k), json.dumps(v, allow_nan=True)) for k, v in doc.items() if k != "traceEvents"]
+
+
+def _maybe_gz(rng: random.Random, data: bytes) -> tuple[bytes, str]:
+    return (gz(data), ".json.gz") if rng.random() < 0.4 else (data, ".json")
+
+
+NESTINGS = ("object", "list", "string_key", "in_string")
+
+
+def m_nested_events(ctx: Ctx) -> Mutant:
+    """A decoy events array under a "traceEvents" that is no top-level key (nested in another value, or a
+    string that only looks like the key), before or after the trace's own: it must read as if it were not there."""
+    rng, doc = ctx.rng, ctx.doc()
+    events = _events(doc)
+    nesting, where = rng.choice(NESTINGS), rng.choice(("before", "after"))
+    layout, indent = rng.choice(("lines", "lines", "compact")), rng.choice((2, 4))
+    decoy = _array_text(_decoy_events(events), layout, indent)
+    extra = {"object": [('"extra"', f'{{"traceEvents": {decoy}}}')],
+             "list": [('"extra"', f'[{{"traceEvents": {decoy}}}]')],
+             "string_key": [('"kind"', '"traceEvents"'), ('"extra"', decoy)],
+             "in_string": [('"note"', json.dumps('"traceEvents": [')), ('"extra"', decoy)]}[nesting]
+    real = [('"traceEvents"', _array_text(events, rng.choice(("lines", "lines", "compact"))))]
+    members = _top_members(doc)
+    members = extra + members + real if where == "before" else members + real + extra
+    data, suffix = _maybe_gz(rng, _object_text(members).encode())
+    return Mutant(0, "nested_events", ctx.base, f"decoy traceEvents ({nesting}, {layout}) {where} the events"
+                  f"{'; gzip' if suffix.endswith('gz') else ''}", data, suffix, same_as_base=True)
+
+
+REPEAT_WARNING = "repeats its top-level traceEvents key"
+
+
+def m_repeated_events(ctx: Ctx) -> Mutant:
+    """traceEvents twice at the top level: JSON readers take the last, and so must kerneltui, saying so."""
+    rng, doc = ctx.rng, ctx.doc()
+    events = _events(doc)
+    kind = rng.choice(("decoy", "decoy", "empty", "null", "same"))
+    first = {"decoy": _decoy_events(events), "empty": [], "null": None, "same": events}[kind]
+    first_layout = rng.choice(("lines", "compact"))
+    # a file decoded whole is looked at for repeated keys where "traceEvents" is written so twice
+    streamed = kind == "null" or (first_layout == "lines" and bool(first))
+    key = rng.choice(('"traceEvents"', '"trace\\u0045vents"')) if streamed else '"traceEvents"'
+    members = _top_members(doc)
+    at = rng.randrange(len(members) + 1)
+    members.insert(at, ('"traceEvents"', _array_text(first, first_layout)))
+    members.insert(rng.randrange(at + 1, len(members) + 1), (key, _array_text(events, rng.choice(("lines", "compact")))))
+    data, suffix = _maybe_gz(rng, _object_text(members).encode())
+    return Mutant(0, "repeated_events", ctx.base, f"traceEvents twice: first {kind} ({first_layout}), last as {key}"
+                  f"{'; gzip' if suffix.endswith('gz') else ''}", data, suffix, same_as_base=True, warns=REPEAT_WARNING)
+
+
+LONE_SURROGATES = ("\ud83d", "\udc00", "\ud800", "\udbff", "\udfff", "\ud83d\ud83d\ude00", "\ude00\ud83d")
+_SURROGATE_ESCAPE = re.compile(rb"\\u(d[89a-f][0-9a-f]{2})")
+
+
+def m_lone_surrogates(ctx: Ctx) -> Mutant:
+    """Lone surrogate escapes (json.dumps writes one as "\\ud83d") in names and other strings: JSON readers
+    that refuse them would drop the event; kerneltui keeps every event, the escape as text."""
+    rng, doc = ctx.rng, ctx.doc()
+    chosen = _pick(rng, _events(doc))
+    for e in chosen:
+        # not pid/tid: a B and its E on other lanes would no longer pair
+        spots = [(where, key) for where, key in _text_fields(rng, e) if key not in ("pid", "tid")]
+        if spots:
+            where, key = rng.choice(spots)
+            text = where[key] if isinstance(where[key], str) else str(where[key])
+            at = rng.randrange(len(text) + 1)
+            where[key] = text[:at] + rng.choice(LONE_SURROGATES) + text[at:]
+    if rng.random() < 0.2:
+        doc["traceName"] = "t" + rng.choice(LONE_SURROGATES)
+    m = _finish(ctx, "lone_surrogates", doc, f"lone surrogates in {len(chosen)} events", ensure_ascii=True,
+                compress=False, lossless=True)
+    if rng.random() < 0.3:
+        m.data = _SURROGATE_ESCAPE.sub(lambda x: b"\\u" + x.group(1).upper(), m.data)
+        m.info += "; escapes in upper case"
+    m.data, m.suffix = _maybe_gz(rng, m.data)
+    return m
+
+
+EMPTY_ARRAYS = ("[]", "[\n]", "[\n  ]", "[\n\n  ]", "[ ]", "[\r\n]")
+
+
+def m_zero_events(ctx: Ctx) -> Mutant:
+    """A trace of no events: an empty traceEvents list, however it is laid out, with or without the other keys."""
+    rng, doc = ctx.rng, ctx.doc()
+    empty, where = rng.choice(EMPTY_ARRAYS), rng.choice(("last", "first", "alone", "bare"))
+    if where == "bare":
+        text = empty + "\n"
+    else:
+        members = [] if where == "alone" else _top_members(doc)
+        events = ('"traceEvents"', empty)
+        text = _object_text([events, *members] if where == "first" else [*members, events])
+    data, suffix = _maybe_gz(rng, text.encode())
+    return Mutant(0, "zero_events", ctx.base, f"no events: {empty!r} {where}{'; gzip' if suffix.endswith('gz') else ''}",
+                  data, suffix)
+
+
+NON_REGULAR = ("fifo", "fifo", "fifo_entry", "fifo_entry", "device")
+
+
+def m_non_regular(ctx: Ctx) -> Mutant:
+    """Files that are no regular file: the trace as a named pipe (what ``<(zcat t.json.gz)`` hands a
+    command: read, uncached, as the base), a FIFO planted where the trace's cache entry goes (with the
+    cache on: it must neither block nor be read), and a character device (/dev/null: empty)."""
+    rng = ctx.rng
+    kind = rng.choice(NON_REGULAR)
+    data, suffix = (ctx.text(), ".json") if rng.random() < 0.6 else (gz(ctx.text()), ".json.gz")
+    if kind == "device":
+        return Mutant(0, "non_regular", ctx.base, "a character device (/dev/null)", b"", ".json", kind=kind)
+    what = {"fifo": "the trace through a named pipe", "fifo_entry": "a FIFO in place of the cache entry"}[kind]
+    return Mutant(0, "non_regular", ctx.base, f"{what}{'; gzip' if suffix.endswith('gz') else ''}", data, suffix,
+                  kind=kind, same_as_base=True)
+
+
 def _kernel_template(events: list) -> tuple[dict, dict | None]:
     for e in events:
         if isinstance(e, dict) and e.get("cat") == "kernel" and e.get("ph") == "X":
@@ -1070,6 +1210,11 @@ MUTATORS = {
     "input_dims": m_input_dims,
     "reserialize": m_reserialize,
     "empty_events": m_empty_events,
+    "zero_events": m_zero_events,
+    "nested_events": m_nested_events,
+    "repeated_events": m_repeated_events,
+    "lone_surrogates": m_lone_surrogates,
+    "non_regular": m_non_regular,
     "many_kernels": m_many_kernels,
     "subset": m_subset,
     "remove_kind": m_remove_kind,
@@ -1435,8 +1580,89 @@ def write_mutant(mutant: Mutant, folder: Path) -> str:
     if mutant.kind == "directory":
         path.mkdir(parents=True, exist_ok=True)
         return str(path)
+    if mutant.kind == "device":
+        path.unlink(missing_ok=True)
+        path.symlink_to(os.devnull)
+        return str(path)
+    if mutant.kind == "fifo":
+        path.unlink(missing_ok=True)
+        os.mkfifo(path)
+        return str(path)
     path.write_bytes(mutant.data or b"")
     return str(path)
+
+
+class _PipeWriter:
+    """A named pipe at ``path`` that serves ``data`` once, as a shell's ``<(zcat ...)`` does. ``rearm``
+    makes a new one for the next stage (a FIFO reused would hand a reader still open the next copy)."""
+
+    def __init__(self, path: str, data: bytes):
+        self.path, self.data, self.thread = path, data, None
+
+    def rearm(self) -> None:
+        import threading
+
+        self.close()
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.path)
+        os.mkfifo(self.path)
+        self.thread = threading.Thread(target=self._serve, args=(self.path,), daemon=True)
+        self.thread.start()
+
+    def _serve(self, path: str) -> None:
+        try:
+            fd = os.open(path, os.O_WRONLY)  # waits for the reader
+        except OSError:
+            return
+        try:
+            view = memoryview(self.data)
+            while view:
+                view = view[os.write(fd, view[: 1 << 16]) :]
+        except OSError:  # the reader stopped early (BrokenPipe)
+            pass
+        finally:
+            os.close(fd)
+
+    def close(self) -> None:
+        if self.thread is None:
+            return
+        with contextlib.suppress(OSError):  # a writer still waiting in open() gets this reader, and stops
+            os.close(os.open(self.path, os.O_RDONLY | os.O_NONBLOCK))
+        self.thread.join(timeout=5)
+        self.thread = None
+
+
+@contextlib.contextmanager
+def _non_regular(mutant: Mutant, path: str, workdir: Path):
+    """While a mutant's stages run: its FIFO's writer, or the cache on (in a private folder of its own)
+    with a FIFO where the trace's entry goes."""
+    if mutant.kind == "fifo":
+        writer = _PipeWriter(path, mutant.data or b"")
+        try:
+            yield writer.rearm
+        finally:
+            writer.close()
+        return
+    if mutant.kind != "fifo_entry":
+        yield lambda: None
+        return
+    from kerneltui.trace import cache
+
+    home = workdir / f"cache-home-{mutant.index}"
+    home.mkdir(mode=0o700, exist_ok=True)
+    saved = {k: os.environ.get(k) for k in ("XDG_CACHE_HOME", "KERNELTUI_CACHE")}
+    os.environ["XDG_CACHE_HOME"], os.environ["KERNELTUI_CACHE"] = str(home), "1"
+    try:
+        directory = cache.cache_dir()
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        os.mkfifo(cache.entry_path(cache.entry_key(path), directory))
+        yield lambda: None
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 STAGES = ("load", "summary", "summary-json", "summary-variant", "diff-ab", "diff-ba", "diff-variant", "browser",
@@ -1514,6 +1740,24 @@ def raw_difference(left, right) -> str | None:
     return None
 
 
+_SUMMARY_NOW: dict[str, dict | None] = {}
+
+
+def _run_stages(stages: list[tuple], path: str, before_each) -> list[tuple]:
+    results = []
+    for name, argv, allowed, fmt, main in stages:
+        before_each()
+        if name == "load":
+            stage = run_stage(name, lambda: _exercise(path), ["load", path])
+        elif name == "browser":
+            keys = argv[-1][len("#keys:") :].split(",")
+            stage = run_stage(name, lambda: asyncio.run(_browse(path, keys)), argv[:2])
+        else:
+            stage = run_stage(name, lambda argv=argv: main(argv), argv)
+        results.append((stage, allowed, fmt))
+    return results
+
+
 def run_mutant(mutant: Mutant, workdir: Path, browser: bool = False, keep: Path | None = None,
                stages_wanted: tuple[str, ...] = STAGES) -> Result:
     """Every check on one mutant, in this process (see ``run_isolated`` for the bombs)."""
@@ -1529,16 +1773,11 @@ def run_mutant(mutant: Mutant, workdir: Path, browser: bool = False, keep: Path 
     if mutant.isolate:
         results = run_isolated(stages, path)
     else:
-        results = []
-        for name, argv, allowed, fmt, main in stages:
-            if name == "load":
-                stage = run_stage(name, lambda: _exercise(path), ["load", path])
-            elif name == "browser":
-                keys = argv[-1][len("#keys:") :].split(",")
-                stage = run_stage(name, lambda: asyncio.run(_browse(path, keys)), argv[:2])
-            else:
-                stage = run_stage(name, lambda argv=argv: main(argv), argv)
-            results.append((stage, allowed, fmt))
+        with _non_regular(mutant, path, workdir) as before_each:
+            results = _run_stages(stages, path, before_each)
+            if mutant.same_as_base and mutant.kind != "file":  # the pipe and the cache are there for this too
+                before_each()
+                _SUMMARY_NOW[path] = _summary_facts(path)
     for stage, allowed, fmt in results:
         command = "kerneltui " + " ".join(stage.argv) if stage.name not in ("load", "browser") else (
             f"python -c 'from kerneltui.trace import load_trace; load_trace(\"{path}\")'" if stage.name == "load"
@@ -1552,12 +1791,20 @@ def run_mutant(mutant: Mutant, workdir: Path, browser: bool = False, keep: Path 
         what = "cut-off" if mutant.expect == "cut" else "corrupt"
         failures.append(Failure(f"{mutant.expect}-accepted", "summary", f"{what} file exits 0",
                                 f"(loader: {what} file not noticed)", 0, mutant.info, [], f"kerneltui summary {path}"))
+    if mutant.warns and summary is not None and summary.error is None and mutant.warns not in summary.stderr:
+        failures.append(Failure("warning-missing", "summary", "no warning", "(loader: a warning not given)", 0,
+                                f"expected {mutant.warns!r}; {mutant.info}", [], f"kerneltui summary {path}"))
+    if mutant.lossless and summary is not None and summary.rc == 0:
+        lost = _events_lost(path, mutant.base.path)
+        if lost:
+            failures.append(Failure("events-lost", "load", "fewer events than the base", "(loader: events lost)", 0,
+                                    lost, [], f"python -c 'from kerneltui.trace.load import read_trace; read_trace(\"{path}\")'"))
     if mutant.same_as_base and summary is not None and summary.rc == 0 and not mutant.isolate:
         if mutant.base.path not in _BASE_SUMMARY:
             _BASE_SUMMARY[mutant.base.path] = _summary_facts(mutant.base.path)
-        mine = _summary_facts(path)
+        mine = _SUMMARY_NOW.pop(path) if path in _SUMMARY_NOW else _summary_facts(path)
         want = _BASE_SUMMARY[mutant.base.path]
-        if want is not None and mine is not None and _strip_file(mine) != _strip_file(want):
+        if want is not None and mine is not None and _strip_file(mine, mutant.warns) != _strip_file(want):
             failures.append(Failure("not-equivalent", "summary-json", "same trace, other summary",
                                     "(loader: layout changes the result)", 0, _first_difference(want, mine), [],
                                     f"kerneltui summary {path} --format json  vs  {mutant.base.path}"))
@@ -1600,11 +1847,49 @@ def stage_keys(stages) -> list[str]:
     return []
 
 
-def _strip_file(doc: dict) -> dict:
+def _strip_file(doc: dict, warning: str = "") -> dict:
+    """The summary without what differs between files of one trace, nor the warnings holding ``warning``."""
     doc = json.loads(json.dumps(doc))
     for k in ("path", "file_bytes", "compressed"):
         doc.get("trace", {}).pop(k, None)
+    if warning:
+        _drop_warnings(doc, warning)
     return doc
+
+
+def _drop_warnings(value, warning: str) -> None:
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            if isinstance(item.get("warnings"), list):
+                item["warnings"] = [w for w in item["warnings"] if not (isinstance(w, str) and warning in w)]
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+
+
+_BASE_COUNTS: dict[str, tuple | None] = {}
+
+
+def _event_counts(path: str) -> tuple | None:
+    """(rows, events skipped by cause, fields dropped by cause) of a load, None if it fails."""
+    from kerneltui.errors import UserError
+    from kerneltui.trace.load import read_trace
+
+    try:
+        raw, _ = read_trace(path)
+    except UserError:
+        return None
+    return len(raw.columns["ts"]), dict(raw.losses.events), dict(raw.losses.fields)
+
+
+def _events_lost(path: str, base: str) -> str:
+    """How a load of ``path`` read less than one of ``base`` ("" if it did not)."""
+    if base not in _BASE_COUNTS:
+        _BASE_COUNTS[base] = _event_counts(base)
+    want, got = _BASE_COUNTS[base], _event_counts(path)
+    return "" if want is None or got == want else f"base {want} vs {got}"
 
 
 def _first_difference(a, b, where="") -> str:
@@ -1621,7 +1906,11 @@ def _first_difference(a, b, where="") -> str:
 
 def save_repro(mutant: Mutant, folder: Path, failures: list[Failure]) -> str:
     folder.mkdir(parents=True, exist_ok=True)
-    path = write_mutant(mutant, folder)
+    if mutant.kind in ("fifo", "fifo_entry"):  # kept as the bytes the pipe or the traced file held
+        path = str(folder / mutant.filename())
+        Path(path).write_bytes(mutant.data or b"")
+    else:
+        path = write_mutant(mutant, folder)
     notes = [f"mutant {mutant.index} class {mutant.cls} base {mutant.base.name} ({mutant.base.path})", mutant.info, ""]
     for f in failures:
         notes += [f"{f.kind} {f.type} at {f.place}:{f.line} [{f.stage}] {f.message}", f"  {f.command}",

@@ -3,7 +3,8 @@
 msgspec decodes each event into a small typed ``Event`` (its ``Args`` the fields kerneltui
 reads), skipping every field not named. ``decode_events`` is the whole-array path with its
 fallbacks: a chunk that is not JSON throughout is read event by event, and an event whose
-fields have foreign types goes through ``repair`` field by field, each loss counted.
+fields have foreign types goes through ``repair`` field by field, each loss counted. A lone
+surrogate escape, which msgspec refuses, is kept as its escape text (repair.escape_lone_surrogates).
 """
 
 from __future__ import annotations
@@ -101,6 +102,10 @@ def decode_events(array_json, losses: Losses, separator: bytes | None = None) ->
     try:
         return EVENTS.decode(array_json)
     except (msgspec.ValidationError, msgspec.DecodeError, RecursionError) as exc:
+        malformed = isinstance(exc, msgspec.DecodeError) and not isinstance(exc, msgspec.ValidationError)
+        escaped = repair.escape_lone_surrogates(array_json) if malformed else None
+        if escaped is not None:  # once: the escaped text has no lone surrogate left
+            return decode_events(escaped, losses, separator)
         if separator is not None:
             return events_from_pieces(repair.split_events(bytes(array_json)[1:-1], separator), losses)
         if isinstance(exc, RecursionError):
@@ -121,6 +126,7 @@ def events_from_pieces(pieces: list[bytes], losses: Losses) -> list[Event]:
     """One JSON text per event: the typed decoder for each, the repair path for what it refuses."""
     events = []
     for piece in pieces:
+        piece = repair.escape_lone_surrogates(piece) or piece
         try:
             events.append(_ONE_EVENT.decode(piece))
             continue

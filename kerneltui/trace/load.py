@@ -6,6 +6,10 @@ hold a raw newline, so ``"\\n" + indent + "{"`` marks event starts safely: the
 array is cut there into ~16 MB chunks, each decoded as its own JSON array.
 Layouts without that shape (one-line files) are decoded whole. A file cut off
 mid-write keeps every complete event before the cut.
+
+The events are the top-level object's traceEvents, found by walking its structure (TopLevel),
+never by searching the text: a "traceEvents" nested in another value is not the trace's. A
+repeated top-level key reads as JSON readers read it, the last one, with a warning.
 """
 
 from __future__ import annotations
@@ -13,20 +17,21 @@ from __future__ import annotations
 import itertools
 import os
 import re
-from collections.abc import Callable, Iterable
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
 
 import msgspec
 import numpy as np
 import orjson
 
-from kerneltui.errors import TraceError
+from kerneltui.errors import NotATrace, TraceError
 from kerneltui.trace import ahead, repair, scanner
 from kerneltui.trace.ahead import ScanAhead
 from kerneltui.trace.begin_end import pair_begin_end
 from kerneltui.trace.blocks import BlockStream
 from kerneltui.trace.decode import ChunkDecoder
 from kerneltui.trace.events import _ONE_EVENT, events_from_items, events_from_pieces
-from kerneltui.trace.meta import trace_meta
+from kerneltui.trace.meta import TOP_KEYS_READ, trace_meta
 from kerneltui.trace.pool import ChunkPool
 from kerneltui.trace.repair import Losses
 from kerneltui.trace.schema import EVENT_COLUMNS, TraceMeta
@@ -64,9 +69,9 @@ def read_trace(path: str | os.PathLike, progress: Callable[[float], None] | None
     if not n and raw.losses.skipped:
         causes = raw.losses.events
         if set(causes) == {repair.NOT_OBJECT}:
-            raise TraceError(f"{stream.path} is JSON but not a Chrome trace (its events are not JSON objects)")
+            raise NotATrace(f"{stream.path} is JSON but not a Chrome trace (its events are not JSON objects)", json=True)
         raise TraceError(f"{stream.path}: no event could be read ({repair.by_cause(causes)})")
-    meta = trace_meta(stream, raw)
+    meta = trace_meta(stream, raw, reader.repeated)
     return raw, meta
 
 
@@ -79,6 +84,10 @@ class _EventReader:
         self.ahead: ScanAhead | None = None  # chunks scanned on threads (no worker processes)
         self.separator: bytes | None = None
         self.identity: tuple = ()  # the file as opened: workers check they read the same one
+        self.top = TopLevel()  # the top-level object, walked as the head grows
+        self.events_at: int | None = None  # where the top-level events array starts, once found
+        self.header_keys: list[str] = []  # the top-level keys before it
+        self.repeated: tuple[str, ...] = ()  # top-level keys kerneltui reads that the file repeats
 
     def read(self) -> RawTrace:
         blocks = iter(self.stream)
@@ -88,12 +97,14 @@ class _EventReader:
             located = self._locate_array(head)
             if located is not None or len(head) > _HEADER_LIMIT:
                 break
-        if not head[:_HEADER_LIMIT].strip(_WS) and len(head) > _HEADER_LIMIT:
-            raise TraceError(f"{self.stream.path} starts with over {_HEADER_LIMIT >> 20} MB of blank space: not a trace")
+        if len(head) > _HEADER_LIMIT and not head[:_HEADER_LIMIT].strip(_WS):
+            raise NotATrace(f"{self.stream.path} starts with over {_HEADER_LIMIT >> 20} MB of blank space: not a trace")
         else:
             located = self._locate_array(head)
         if located is None or located[1] is None:
             self._drain()
+            # the keys before the array (an earlier traceEvents that is no array among them), the array's
+            self.repeated = _repeated([*self.header_keys, *([EVENTS_KEY] if located and located[0] >= 0 else [])])
             # No line-per-event layout to cut on: decode the file whole (about 8x its size in memory).
             return self._whole(self._bounded(head, blocks, WHOLE_LIMIT, "not one event per line"))
         start, self.separator = located
@@ -101,30 +112,34 @@ class _EventReader:
             self.ahead = ScanAhead(self.decoder, self.separator)
         header = head[:start]
         try:
-            truncated, tail = self._events(head[start + 1 :], blocks, self._file_offset(start + 1))
+            # (a view: a copy of the first block costs ~20 ms of page faults)
+            truncated, tail = self._events(memoryview(head)[start + 1 :], blocks, self._file_offset(start + 1))
         except FileChanged:
             raise TraceError(f"{self.stream.path} changed while it was being read: load it again") from None
+        tail_keys = _tail_keys(tail)
+        self.repeated = _repeated([*self.header_keys, EVENTS_KEY, *tail_keys])
+        if EVENTS_KEY in tail_keys:
+            return self._whole_but_first_array(header, tail)
         truncated = truncated or self.stream.cut_short
         top, whole = _parse_top(header, tail)
         return self._finish(top, truncated, end_damaged=not whole and not truncated)
 
     def _locate_array(self, head: bytes) -> tuple[int, bytes | None] | None:
         """Index of the events array's "[" and the separator that starts each event."""
-        stripped = head.lstrip(_WS)
-        if not stripped:
+        at = _BLANK.match(head).end()  # (a match, not lstrip: no copy of the block)
+        if at == len(head):
             return None
-        if stripped[:1] == b"[":
-            start = len(head) - len(stripped)
-        elif stripped[:1] == b"{":
-            key = head.find(b'"traceEvents"')
-            if key < 0:
+        if head[at] == ord("["):
+            start = at
+        elif head[at] == ord("{"):
+            start = self._top_level_array(head)
+            if start is None:
                 return None
-            start = head.find(b"[", key)
             if start < 0:
-                return None
+                return start, None  # no top-level traceEvents array: decoded whole, which says so
         else:
-            raise TraceError(f"{self.stream.path} is not JSON (it starts with {stripped[:12]!r})")
-        first = start + 1 + (len(head) - start - 1 - len(head[start + 1 :].lstrip(_WS)))
+            raise NotATrace(f"{self.stream.path} is not JSON (it starts with {head[at : at + 12]!r})")
+        first = _BLANK.match(head, start + 1).end()
         if first >= len(head):
             return None  # need more bytes to see the first event
         newline = head.rfind(b"\n", start, first)
@@ -132,6 +147,30 @@ class _EventReader:
         if newline < 0 or head[first : first + 1] != b"{" or indent.strip(b" \t"):
             return start, None
         return start, b"\n" + indent + b"{"
+
+    def _top_level_array(self, head: bytes) -> int | None:
+        """Index of the "[" of the top-level traceEvents array, -1 if the object has none, None if
+        ``head`` ends before that is known. Keeps the keys before it (to tell repeated ones)."""
+        if self.events_at is None:
+            for key, value in self.top.members(head):
+                if key == EVENTS_KEY and head[value] == ord("["):
+                    self.events_at = value
+                    break
+                self.header_keys.append(key)  # a traceEvents that is no array included: a later one may be
+            else:
+                return -1 if self.top.closed else None
+        return self.events_at
+
+    def _whole_but_first_array(self, header: bytes, tail: bytes) -> RawTrace:
+        """The top level repeats traceEvents after the array just read, and JSON readers take the
+        last: the file decoded whole as they read it, that array as ``[]`` (a rare, hand-made or
+        hostile file; a pipe cannot be read again, and the array's text is gone)."""
+        if len(header) + len(tail) > WHOLE_LIMIT:
+            raise TraceError(f"{self.stream.path} is over {WHOLE_LIMIT >> 20} MB of JSON with its traceEvents key "
+                             "repeated: kerneltui reads such files up to that size")
+        self.decoder = ChunkDecoder()
+        self.chunks = []
+        return self._whole(header + b"[]" + tail)
 
     def _file_offset(self, at: int) -> int | None:
         """``at`` (an index into the bytes read so far) as an offset into the file, when worker
@@ -238,6 +277,7 @@ class _EventReader:
             self.pool = None
 
     def _whole(self, data: bytes) -> RawTrace:
+        self.repeated = tuple(dict.fromkeys(self.repeated + _repeated_in_whole(data)))
         doc, truncated = _loads_repairing(data, self.stream.path, self.decoder.losses)
         if truncated is False and self.stream.cut_short:
             truncated = True
@@ -246,12 +286,12 @@ class _EventReader:
         elif isinstance(doc, dict) and isinstance(doc.get("traceEvents"), (list, msgspec.Raw)):
             items, top = doc.pop("traceEvents"), doc
         else:
-            raise TraceError(f"{self.stream.path} is JSON but not a Chrome trace (no traceEvents array)")
+            raise NotATrace(f"{self.stream.path} is JSON but not a Chrome trace (no traceEvents array)", json=True)
         if isinstance(items, msgspec.Raw):  # deeply nested: decoded typed, straight from the text
             try:
                 self.chunks.append(self.decoder.decode(bytes(items)))
             except msgspec.DecodeError:
-                raise TraceError(f"{self.stream.path} is JSON but not a Chrome trace (traceEvents is not an array of events)") from None
+                raise NotATrace(f"{self.stream.path} is JSON but not a Chrome trace (traceEvents is not an array of events)", json=True) from None
         elif items:
             events = events_from_items(items, self.decoder.losses)
             self.chunks.append(self.decoder.columns(events))
@@ -288,8 +328,102 @@ def _array_end_finder(max_indent: int) -> Callable[[bytes | bytearray, int], tup
     return search
 
 
+EVENTS_KEY = "traceEvents"
+# A string (complete when group 1 matched: its closing quote) or a bracket: the structure of JSON
+# text, enough to tell a top-level key from one nested in a value or written inside a string.
+_TOKEN = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*(")?|[\[\]{}]', re.DOTALL)
+_BLANK = re.compile(rb"[ \t\r\n]*")
+
+
+class TopLevel:
+    """The members of a trace's top-level object, read by its structure alone (strings, their escapes,
+    brackets), so a key nested in another value or written inside a string is never taken for one and
+    damage elsewhere hides none. One regex match per token; ``members`` reads on from where its last
+    call stopped, so a text passed again as it grows is walked once."""
+
+    def __init__(self, depth: int = 0):
+        self.at = 0  # where the next call starts reading
+        self.depth = depth  # brackets open there: 0 before the object's "{", 1 inside it
+        self.closed = False  # the object has ended
+
+    def members(self, text: bytes) -> Iterator[tuple[str, int]]:
+        """(key, index of its value) of each member whose value starts within ``text``, in file order."""
+        end, depth = len(text), self.depth
+        for token in _TOKEN.finditer(text, self.at):
+            start = token.start()
+            if text[start] == 0x22:  # '"'
+                if token.group(1) is None:
+                    break  # the text ends inside this string
+                if depth != 1:
+                    continue
+                colon = _BLANK.match(text, token.end()).end()
+                value = _BLANK.match(text, colon + 1).end() if colon < end and text[colon] == 0x3A else -1
+                if colon == end or value == end:
+                    break  # a key, maybe, whose value is not read yet
+                if value > 0:  # a key (a string value is followed by "," or "}")
+                    self.at, self.depth = value, depth
+                    yield _key_text(token.group()), value
+            elif text[start] in b"[{":
+                depth += 1
+            else:
+                depth -= 1
+                if depth <= 0:
+                    self.closed = True
+                    return
+        else:
+            self.at, self.depth = end, depth
+            return
+        self.at, self.depth = start, depth  # read that token again once there is more text
+
+
+def top_level_members(text: bytes, depth: int = 0) -> list[tuple[str, int]]:
+    """(key, index of its value) of each member of the top-level object in ``text``, which starts
+    before the object's "{" (``depth`` 0) or inside it (``depth`` 1)."""
+    return list(TopLevel(depth).members(text))
+
+
+def _key_text(token: bytes) -> str:
+    """A key as JSON readers read it: ``"trace\\u0045vents"`` is traceEvents too."""
+    if b"\\" not in token:
+        return token[1:-1].decode("utf-8", "replace")
+    try:
+        return orjson.loads(repair.escape_lone_surrogates(token) or token)
+    except orjson.JSONDecodeError:
+        return token[1:-1].decode("utf-8", "replace")
+
+
+def _tail_keys(tail: bytes) -> list[str]:
+    """The top-level keys after the events array (``tail`` starts inside the top-level object)."""
+    return [key for key, _ in top_level_members(tail, 1)]
+
+
+def _repeated(keys: list[str]) -> tuple[str, ...]:
+    """The keys kerneltui reads that appear more than once, in order of first appearance."""
+    counts = Counter(keys)
+    return tuple(key for key, n in counts.items() if n > 1 and key in TOP_KEYS_READ)
+
+
+_EVENTS_KEY_TEXT = b'"traceEvents"'
+
+
+def _repeated_in_whole(data: bytes) -> tuple[str, ...]:
+    """Repeated top-level keys of a file decoded whole, looked for only where "traceEvents" is
+    written as a key twice (a find, not a walk: walking a whole file costs about what decoding it
+    does). orjson keeps the last of each anyway, as JSON readers do."""
+    at, seen = 0, 0
+    while seen < 2:
+        at = data.find(_EVENTS_KEY_TEXT, at)
+        if at < 0:
+            return ()
+        at += len(_EVENTS_KEY_TEXT)
+        colon = _BLANK.match(data, at).end()
+        seen += data[colon : colon + 1] == b":"
+    return _repeated([key for key, _ in top_level_members(data)])
+
+
 def events_from_pieces_strict(piece: bytes):
     """The last event of a cut-off file: only if it is whole JSON (else ValueError)."""
+    piece = repair.escape_lone_surrogates(piece) or piece
     try:
         return [_ONE_EVENT.decode(piece)]
     except msgspec.ValidationError:
@@ -300,6 +434,8 @@ def events_from_pieces_strict(piece: bytes):
 
 def _parse_top(header: bytes, tail: bytes) -> tuple[dict, bool]:
     """The top-level keys besides traceEvents, and whether the file's end is whole."""
+    header = repair.escape_lone_surrogates(header) or header
+    tail = repair.escape_lone_surrogates(tail) or tail
     if not header.strip(_WS) or header.strip(_WS) == b"[":
         whole = not header.strip(_WS) or tail.strip(_WS) == b""
         return {}, whole
@@ -317,16 +453,23 @@ def _parse_top(header: bytes, tail: bytes) -> tuple[dict, bool]:
 def _loads_repairing(data: bytes, path, losses: Losses) -> tuple[object, bool]:
     """orjson.loads; else the file with its damaged events cut out; else the longest prefix that closes."""
     if not data.strip(_WS):
-        raise TraceError(f"{path} holds only whitespace: not a trace")
+        raise NotATrace(f"{path} holds only whitespace: not a trace")
     stripped = data.lstrip(_WS)
     if stripped[:1] not in (b"{", b"["):
-        raise TraceError(f"{path} is not JSON (it starts with {stripped[:12]!r})")
+        raise NotATrace(f"{path} is not JSON (it starts with {stripped[:12]!r})")
     cut_out = 0
+    escaped = False
     while True:
         try:
             return _loads(data), False
         except orjson.JSONDecodeError as exc:
             error_at = exc.pos
+        if not escaped:  # lone surrogates first: orjson refuses the whole text for one
+            escaped = True
+            fixed = repair.escape_lone_surrogates(data)
+            if fixed is not None:
+                data = fixed
+                continue
         # One damaged event: cut it out (from the boundary before the error to the one after).
         before = _last_boundary(data, error_at)
         after = _EVENT_BOUNDARY.search(data, error_at)
@@ -341,7 +484,7 @@ def _loads_repairing(data: bytes, path, losses: Losses) -> tuple[object, bool]:
             try:  # kept, re-encoded in place (NaN becomes null: that field alone is lost later)
                 text = msgspec.json.encode(item)
             except (msgspec.EncodeError, UnicodeError, RecursionError, TypeError, ValueError):
-                losses.events[repair.CORRUPT] += 1  # a lone surrogate: no JSON text holds it
+                losses.events[repair.CORRUPT] += 1  # a value no JSON text holds (lone surrogates are escaped by now)
             else:
                 data = data[: before + 1] + b", " + text + data[after.start() + 1 :]
                 cut_out += 1

@@ -6,8 +6,16 @@ import math
 
 from kerneltui.trace.schema import Device, TraceMeta
 
+# The top-level keys read (here, and traceEvents by the loader): a file that repeats one gets a warning.
+TOP_KEYS_READ = frozenset((
+    "traceEvents", "deviceProperties", "baseTimeNanoseconds", "schemaVersion", "traceName", "record_shapes",
+    "with_stack", "profile_memory", "cuda_driver_version", "cuda_runtime_version", "cupti_version", "kerneltui",
+    "distributedInfo",
+))
 
-def trace_meta(stream, raw) -> TraceMeta:
+
+def trace_meta(stream, raw, repeated: tuple[str, ...] = ()) -> TraceMeta:
+    """``repeated``: the keys of TOP_KEYS_READ the file holds more than once at its top level."""
     top = raw.top if isinstance(raw.top, dict) else {}
     properties = top.get("deviceProperties")
     devices = tuple(
@@ -19,6 +27,9 @@ def trace_meta(stream, raw) -> TraceMeta:
         warnings.append(f"trace is cut off (a profiler stopped mid-write?): loaded the {n:,} complete events before the cut")
     elif raw.end_damaged:
         warnings.append(f"the end of the trace (after its {n:,} events) is cut off or damaged: top-level keys after the events are lost")
+    if repeated:
+        warnings.append(f"the trace repeats its top-level {', '.join(repeated)} key{'s' if len(repeated) > 1 else ''}: "
+                        "the last of each is used, as JSON readers do")
     warnings.extend(raw.losses.warnings())
     block = top.get("kerneltui")
     capture = block.get("capture") if isinstance(block, dict) else None

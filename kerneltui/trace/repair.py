@@ -78,10 +78,35 @@ def split_events(body: bytes, separator: bytes) -> list[bytes]:
     return out
 
 
+# Every escape of a JSON text, in order (an escaped backslash before a "u" is then no escape), a
+# surrogate pair as one; group 1 is a surrogate escape without its partner.
+_ESCAPE = re.compile(
+    rb"\\(?:u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}|(u[dD][89a-fA-F][0-9a-fA-F]{2})|.)", re.DOTALL
+)
+
+
+def _escaped_surrogate(match: re.Match) -> bytes:
+    lone = match.group(1)
+    return match.group() if lone is None else b"\\\\" + lone.lower()
+
+
+def escape_lone_surrogates(text) -> bytes | None:
+    """``text`` with each lone surrogate escape (``\\ud83d`` without its low half, or a lone
+    ``\\udc00``) turned into the six characters themselves, as terminal_text.printable shows such a
+    code point; None if it has none. msgspec and orjson refuse the whole text for one, and no
+    str that leaves Python (Arrow, JSON, the terminal) can hold one: this keeps the string."""
+    if isinstance(text, memoryview):
+        text = bytes(text)
+    if b"\\u" not in text:
+        return None
+    escaped = _ESCAPE.sub(_escaped_surrogate, text)
+    return escaped if escaped != text else None
+
+
 def load_piece(piece: bytes) -> object:
     """One event's JSON text -> Python value; ``NaN``/``Infinity`` read as floats. Raises ValueError."""
     try:
-        return json.loads(piece)
+        return json.loads(escape_lone_surrogates(piece) or piece)
     except RecursionError:
         raise ValueError(TOO_DEEP) from None
     except (ValueError, UnicodeError):

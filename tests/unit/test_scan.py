@@ -136,6 +136,8 @@ HANDED_BACK = {
     "a grid of two": KERNEL.replace(b'"grid": [132, 2, 1]', b'"grid": [132, 2]'),
     "NaN": KERNEL.replace(b'"dur": 2.25', b'"dur": NaN'),
     "a control character": KERNEL.replace(b"gemm", b"ge\x01mm"),
+    "a lone high surrogate (kept as its escape text)": KERNEL.replace(b"gemm", b"ge\\ud83dmm"),
+    "a lone low surrogate in a skipped field": KERNEL.replace(b'"queued": 0', b'"queued": "\\udc00"'),
     "bad UTF-8 in a skipped field": KERNEL.replace(b'"queued": 0', b'"queued": "\xff\xfe"'),
     "an event that is not an object": b"[1, 2]",
     "torch 1.8's external id": KERNEL.replace(b'"External id"', b'"external id"'),
