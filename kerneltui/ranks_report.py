@@ -16,7 +16,7 @@ import orjson
 
 from kerneltui.analysis.ranks.compare import FIGURES, JobDiff
 from kerneltui.analysis.ranks.job import Job
-from kerneltui.terminal_text import json_safe, printable
+from kerneltui.terminal_text import csv_for, json_safe, markdown_text, printable
 from kerneltui.units import fmt_ns, plural
 
 RANK_FIELDS = ("rank", "device", "steps", "step_ns", "busy_ns", "compute_ns", "comm_ns", "exposed_comm_ns",
@@ -91,13 +91,14 @@ def as_json(job: Job) -> str:
     return json_safe(orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY).decode()) + "\n"
 
 
-def as_csv(job: Job) -> str:
+def as_csv(job: Job, for_terminal: bool = False) -> str:
+    """A row per rank: exact for a file or a pipe; escaped on a terminal (device names and paths come from files)."""
     out = io.StringIO()
     writer = csv.DictWriter(out, fieldnames=RANK_FIELDS, lineterminator="\n")
     writer.writeheader()
     for row in rank_rows(job):
         writer.writerow({k: "" if v is None else v for k, v in row.items()})
-    return out.getvalue()
+    return csv_for(out.getvalue(), for_terminal)
 
 
 _COLUMNS = (("rank", "rank"), ("step", "step_ns"), ("busy", "busy_ns"), ("compute", "compute_ns"),
@@ -162,11 +163,11 @@ def as_markdown(job: Job) -> str:
     for row in rank_rows(job):
         cells = _cells(row, row["rank"] in job.stragglers)
         cells += [""] * (len(header) - len(cells))
-        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+        lines.append("| " + " | ".join(markdown_text(c) for c in cells) + " |")
     text = "\n".join(lines) + "\n"
     notes = findings(job) + [f"warning: {w}" for w in job.warnings]
     if notes:
-        text += "\n" + "\n".join(f"- {printable(n)}" for n in notes) + "\n"
+        text += "\n" + "\n".join(f"- {markdown_text(n)}" for n in notes) + "\n"
     return text
 
 
@@ -243,4 +244,4 @@ def job_diff_markdown(d: JobDiff) -> str:
                      f"{fmt_ns(row['comm_ns_b'])} | {fmt_ns(row['exposed_comm_ns_a'])} | "
                      f"{fmt_ns(row['exposed_comm_ns_b'])} | "
                      f"{_change(row['exposed_comm_ns_a'], row['exposed_comm_ns_b'])} |")
-    return "\n".join(lines) + "\n\n" + "\n".join(f"- {printable(f)}" for f in job_diff_findings(d)) + "\n"
+    return "\n".join(lines) + "\n\n" + "\n".join(f"- {markdown_text(f)}" for f in job_diff_findings(d)) + "\n"

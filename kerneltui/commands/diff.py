@@ -12,6 +12,7 @@ import re
 import sys
 
 from kerneltui.commands.summary import positive_int
+from kerneltui.commands.terminal import check_trace_path, interactive
 from kerneltui.errors import UserError
 
 HELP = "Compare two traces: launches, GPU/CPU time, bytes moved, and which kernels replaced which."
@@ -34,7 +35,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--format",
         choices=("table", "json", "markdown"),
-        help="print the diff instead of opening the screen (table fits 80 columns)",
+        help="print the diff instead of opening the screen (table fits 80 columns); without a terminal on stdin"
+        " and stdout the table is printed anyway",
     )
     parser.add_argument(
         "--fail-if-slower",
@@ -123,8 +125,11 @@ def run_jobs(args: argparse.Namespace) -> int:
 
 
 def run_traces(args: argparse.Namespace) -> int:
-    fmt = args.format or ("table" if args.fail_if_slower is not None else None)
+    # the table where the screen cannot run (stdout redirected, stdin a pipe) or a CI check is asked for
+    fmt = args.format or ("table" if args.fail_if_slower is not None or not interactive() else None)
     if fmt is None:
+        check_trace_path(args.a)
+        check_trace_path(args.b)
         from kerneltui.trace.model import load_trace, start_workers_for
         from kerneltui.tui.diff.app import run_app
 

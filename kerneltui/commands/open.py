@@ -1,6 +1,7 @@
 """`kerneltui open TRACE` (or `kerneltui TRACE`): the trace browser in the terminal.
 
 `kerneltui open DIR` (or several rank files): one job, a row and a timeline lane per rank (tui/ranks).
+Without a terminal on stdin and stdout, the `summary` report instead (commands/terminal.py).
 """
 
 from __future__ import annotations
@@ -9,7 +10,10 @@ import argparse
 import functools
 import sys
 
-HELP = "Browse a trace: kernels, every launch, details and a timeline, all by keyboard."
+from kerneltui.commands.terminal import check_trace_path, interactive
+
+HELP = ("Browse a trace: kernels, every launch, details and a timeline, all by keyboard "
+        "(without a terminal: the summary report).")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -21,8 +25,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from kerneltui.analysis.ranks.discover import is_job
 
+    if not interactive():
+        return _report(args)
     if is_job(args.trace):
         return run_job(args)
+    check_trace_path(args.trace[0])  # a missing file is one line, not a screen that shows it
     from kerneltui.trace.model import load_trace, start_workers_for
     from kerneltui.tui.app import build_app  # textual loads only for this command
 
@@ -31,6 +38,15 @@ def run(args: argparse.Namespace) -> int:
     # write_later: a new cache entry is written after the first screen, not before it
     app = build_app(path, functools.partial(load_trace, cache=False if args.no_cache else None, write_later=True))
     return _run_app(app)
+
+
+def _report(args: argparse.Namespace) -> int:
+    """What `kerneltui summary` prints (table), with its exit status: the screen cannot start here."""
+    from kerneltui.commands import summary
+
+    report = argparse.Namespace(trace=args.trace, no_cache=args.no_cache, format="table", scheduler=None, top=None,
+                                filter=None, launches=False, by="kernel", full_names=False, health=False)
+    return summary.run(report)
 
 
 def run_job(args: argparse.Namespace) -> int:

@@ -73,7 +73,7 @@ def run_health(args: argparse.Namespace) -> int:
 
     from kerneltui import health_report
     from kerneltui.analysis.health import trace_health
-    from kerneltui.terminal_text import printable
+    from kerneltui.terminal_text import csv_for, printable
     from kerneltui.trace import load_trace
 
     trace = load_trace(args.trace, cache=False if args.no_cache else None)
@@ -82,7 +82,7 @@ def run_health(args: argparse.Namespace) -> int:
     if args.format == "json":
         text = health_report.as_json(path, health)
     elif args.format == "csv":
-        text = health_report.as_csv(path, health)
+        text = csv_for(health_report.as_csv(path, health), sys.stdout.isatty())
     else:
         text = health_report.as_text(path, health, max(80, shutil.get_terminal_size((80, 24)).columns))
     sys.stdout.write(text)
@@ -128,7 +128,8 @@ def run_job(args: argparse.Namespace) -> int:
     job = summarize_job(args.trace, cache=False if args.no_cache else None, scheduler=args.scheduler)
     if args.health:
         return _job_health(job, args.format)
-    text = {"json": ranks_report.as_json, "csv": ranks_report.as_csv, "markdown": ranks_report.as_markdown,
+    text = {"json": ranks_report.as_json, "csv": lambda j: ranks_report.as_csv(j, for_terminal=sys.stdout.isatty()),
+            "markdown": ranks_report.as_markdown,
             "table": ranks_report.as_table}[args.format](job)
     sys.stdout.write(text)
     sys.stdout.flush()
@@ -142,18 +143,21 @@ def _job_health(job, fmt: str) -> int:
     import orjson
 
     from kerneltui.analysis.ranks.rank import damaged
-    from kerneltui.terminal_text import json_safe, printable
+    from kerneltui.terminal_text import csv_for, json_safe, printable
 
     if fmt == "csv":
         import csv
+        import io
 
-        writer = csv.writer(sys.stdout, lineterminator="\n")
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\n")
         writer.writerow(("rank", "path", "ok", "cause", "events", "unit", "share", "gpu_ns", "changes_figures",
                          "affects"))
         for r in job.ranks:
             for c in r.health.get("causes", ()) if r.health else ():
                 writer.writerow((r.rank, r.path, r.health["ok"], c["cause"], c["events"], c["unit"], c["share"],
                                  "" if c["gpu_ns"] is None else c["gpu_ns"], c["changes_figures"], c["affects"]))
+        sys.stdout.write(csv_for(out.getvalue(), sys.stdout.isatty()))
     elif fmt == "json":
         doc = [{"rank": r.rank, "path": r.path, "error": r.error or None, **(r.health or {})} for r in job.ranks]
         sys.stdout.write(json_safe(orjson.dumps({"ranks": doc}, option=orjson.OPT_INDENT_2).decode()) + "\n")

@@ -364,6 +364,7 @@ def test_open_of_a_directory_runs_the_ranks_app_and_no_cache_reaches_the_summary
         raise Done
 
     monkeypatch.setattr(app_module, "build_ranks_app", fake_build)
+    monkeypatch.setattr("kerneltui.commands.open.interactive", lambda: True)  # as on a terminal
     for argv in (["open", str(job_dir), "--no-cache"], ["open", str(job_dir / "worker0.pt.trace.json"),
                                                         str(job_dir / "worker1.pt.trace.json")]):
         with pytest.raises(Done):

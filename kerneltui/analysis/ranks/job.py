@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 import numpy as np
 
@@ -37,8 +38,9 @@ class Artefact:
 
 @dataclass(frozen=True)
 class Job:
-    ranks: list[RankSummary]  # every file, rank order; failed ones carry ``error``
+    ranks: list[RankSummary]  # every rank file, rank order; failed ones carry ``error``
     offsets_ns: dict[int, int] | None  # rank -> clock offset from the first good rank; None: unknown
+    skipped: list[str] = field(default_factory=list)  # files that are no trace, or traces of another job
     lateness_ns: dict[int, int] = field(default_factory=dict)
     stragglers: list[int] = field(default_factory=list)  # ranks, worst first (never a damaged one)
     damaged: list[int] = field(default_factory=list)  # ranks whose trace health is not ok (analysis/health)
@@ -75,6 +77,9 @@ def summarize_job(paths: list[str], cache: bool | None = None, scheduler: str | 
 def job_of(summaries: list[RankSummary]) -> Job:
     """The job-level analysis of rank summaries (however they were computed)."""
     warnings: list[str] = []
+    summaries, skipped = _members(summaries, warnings)
+    if not summaries:
+        raise UserError("no rank traces here: " + "; ".join(warnings))
     ranks = _numbered(summaries, warnings)
     good = [r for r in ranks if not r.error]
     hurt = [r.rank for r in good if damaged(r)]
@@ -88,11 +93,11 @@ def job_of(summaries: list[RankSummary]) -> Job:
     _check_devices(good, warnings)
     if len(good) == 1:
         warnings.append("one rank: clock offsets, lateness and stragglers need at least two")
-        return Job(ranks, None, damaged=hurt, world_size=world, warnings=tuple(warnings))  # one clock: nothing to line up
+        return Job(ranks, None, skipped=skipped, damaged=hurt, world_size=world, warnings=tuple(warnings))  # one clock: nothing to line up
     if not any(len(r.collectives) for r in good):
         warnings.append("no collective kernels on any rank (compute only): nothing to line the clocks up with, "
                         "ranks are shown on their own clocks")
-        return Job(ranks, None, damaged=hurt, world_size=world, warnings=tuple(warnings))
+        return Job(ranks, None, skipped=skipped, damaged=hurt, world_size=world, warnings=tuple(warnings))
     _count_mismatch(good, warnings)
     fit = fit_clocks([r.collectives for r in good])
     known = [i for i, o in enumerate(fit.offsets) if o is not None]
@@ -107,20 +112,21 @@ def job_of(summaries: list[RankSummary]) -> Job:
     if len(known) < 2:
         warnings.append("no synchronising collective (all-reduce, all-gather, reduce-scatter, broadcast) lines up "
                         "across ranks: clock offsets unknown, ranks are shown on their own clocks")
-        return Job(ranks, None, damaged=hurt, world_size=world, warnings=tuple(warnings))
+        return Job(ranks, None, skipped=skipped, damaged=hurt, world_size=world, warnings=tuple(warnings))
     ranked = [good[i] for i in known]
     offsets = np.array([fit.offsets[i] for i in known], np.int64)
     matched = match_collectives([r.collectives for r in ranked], [fit.keyed[i] for i in known])
     order = [r.rank for r in ranked]
     offsets_ns = {rank: int(o) for rank, o in zip(order, offsets)}
     if not matched.keys:  # offsets from pairs with the reference, but no collective on every rank
-        return Job(ranks, offsets_ns, damaged=hurt, world_size=world, warnings=tuple(warnings))
+        return Job(ranks, offsets_ns, skipped=skipped, damaged=hurt, world_size=world, warnings=tuple(warnings))
     late = lateness(matched, offsets)
     # a damaged rank's collectives may be missing or mistimed: it is marked, never called the straggler
     slow = [order[i] for i in stragglers(matched, offsets)]
     return Job(
         ranks,
         offsets_ns,
+        skipped=skipped,
         lateness_ns={rank: int(v) for rank, v in zip(order, late)},
         stragglers=[r for r in slow if r not in hurt],
         damaged=hurt,
@@ -130,6 +136,35 @@ def job_of(summaries: list[RankSummary]) -> Job:
         world_size=world,
         warnings=tuple(warnings),
     )
+
+
+def _members(summaries: list[RankSummary], warnings: list[str]) -> tuple[list[RankSummary], list[str]]:
+    """The files that are ranks of this job, and the paths of those that are not, each named in a warning:
+    a file that is no trace (a notes.json beside the ranks); where the ranks carry distributedInfo, a trace
+    without it (a single-GPU run dropped in the directory) or of another world size."""
+    skipped = []
+    traces = []
+    for s in summaries:
+        if s.not_a_trace:
+            skipped.append(s.path)
+            warnings.append(f"skipped {Path(s.path).name}: {s.error.replace(s.path, '').strip(': ')}")
+        else:
+            traces.append(s)
+    good = [s for s in traces if not s.error]
+    sizes = Counter(s.world_size for s in good if s.world_size is not None)
+    if not sizes:  # no rank says: numbered from file names, as they come
+        return traces, skipped
+    world = sizes.most_common(1)[0][0]
+    kept = []
+    for s in traces:
+        if s.error or s.world_size == world:
+            kept.append(s)
+            continue
+        skipped.append(s.path)
+        why = ("has no distributedInfo, unlike the other ranks" if s.world_size is None
+               else f"is of world_size {s.world_size}, the other ranks' is {world}")
+        warnings.append(f"skipped {Path(s.path).name}: it {why} (a trace of another run?)")
+    return kept, skipped
 
 
 def _numbered(summaries: list[RankSummary], warnings: list[str]) -> list[RankSummary]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -26,7 +26,7 @@ from kerneltui.analysis.ranks.collectives import (
     kind_of_record,
     message_bytes,
 )
-from kerneltui.errors import TraceError
+from kerneltui.errors import NotATrace, TraceError
 from kerneltui.trace.intervals import union_length, union_runs
 from kerneltui.trace.model import Trace, load_trace
 
@@ -80,6 +80,7 @@ class RankSummary:
     warnings: tuple[str, ...] = ()
     health: dict = field(default_factory=dict)  # analysis/health: {ok, line, causes...}; {} when unknown
     incomplete: bool = False  # the file is cut off or damaged: what could be read is summarised
+    not_a_trace: bool = False  # with ``error``: the file is no trace at all (a notes.json beside the ranks)
     error: str = ""  # the load failed: the one line saying why; everything else is empty
 
 
@@ -93,12 +94,21 @@ def rank_of_file(path: str | os.PathLike) -> int | None:
     return int(m.group(1)) if m else None
 
 
+def _claims_trace(path: str | os.PathLike) -> bool:
+    name = Path(path).name.lower()
+    return "trace" in name or rank_of_file(path) is not None
+
+
 def summarize_rank_file(path: str, cache: bool | None = None) -> RankSummary:
     """Load and summarise one rank; a trace that cannot be read gives a summary with ``error``."""
     try:
         trace = load_trace(path, cache=cache)
     except TraceError as exc:
-        return failed_rank(path, str(exc))
+        # A JSON document that is no trace (a notes.json, a truth file) is not one of the ranks; bytes that are
+        # not JSON are, when the name claims a trace (rank3.json, worker1.pt.trace.json holding garbage: a
+        # rank that failed), and otherwise not (a README.json, a binary dropped beside the ranks).
+        foreign = isinstance(exc, NotATrace) and (exc.json or not _claims_trace(path))
+        return replace(failed_rank(path, str(exc)), not_a_trace=foreign)
     except MemoryError:
         return failed_rank(path, f"{path}: not enough memory to load this rank")
     if not len(trace.events):
