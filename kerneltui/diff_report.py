@@ -15,7 +15,7 @@ import textwrap
 import orjson
 
 from kerneltui.analysis.compare.diff import KNOWN_ENOUGH, SideFacts, TraceDiff
-from kerneltui.terminal_text import json_safe, printable, printable_lines
+from kerneltui.terminal_text import json_safe, markdown_text, printable, printable_lines
 from kerneltui.units import distinct_cuts, ellipsize, fmt_bytes, fmt_ns
 
 WIDTH = 80
@@ -278,7 +278,7 @@ def as_markdown(d: TraceDiff, top: int | None = None) -> str:
     matches = d.matches if top is None else d.matches.head(top)
     for m in matches.itertuples():
         lines.append(
-            f"| `{_md(m.name)}` | {match_label(m.kind, m.confidence)} | {num(m.a_count)} → {num(m.b_count)}"
+            f"| `{_md_code(m.name)}` | {match_label(m.kind, m.confidence)} | {num(m.a_count)} → {num(m.b_count)}"
             f" | {us(m.a_ns)} → {us(m.b_ns)} | {delta_us(m.delta_ns)} | {nbytes(m.a_bytes)} → {nbytes(m.b_bytes)}"
             f" | {side_rate(m, 'a')} → {side_rate(m, 'b')} | {_md(' '.join(filter(None, (m.reason, row_health(m)))))} |"
         )
@@ -289,6 +289,12 @@ def as_markdown(d: TraceDiff, top: int | None = None) -> str:
 
 
 def _md(text: str) -> str:
+    """Trace text in a Markdown cell, outside a code span (terminal_text.markdown_text)."""
+    return markdown_text(text)
+
+
+def _md_code(text: str) -> str:
+    """Trace text inside a code span: printable and its pipes escaped; angle brackets stay as they are."""
     return printable(str(text)).replace("|", "\\|")
 
 

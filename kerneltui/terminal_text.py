@@ -80,3 +80,19 @@ def json_safe(text: str) -> str:
     if _UNSAFE_IN_JSON.search(text) is None:
         return text
     return _UNSAFE_IN_JSON.sub(_json_escaped, text)
+
+
+def csv_for(text: str, for_terminal: bool) -> str:
+    """CSV as written: exact for a file or a pipe; on a terminal every field escaped, as tables are.
+
+    Escaping the text line by line escapes each field's characters the same way (a quoted field's own
+    line break included, which then no longer breaks the line)."""
+    if not for_terminal or not text:
+        return text
+    return printable_lines(text.rstrip("\n").split("\n"))
+
+
+def markdown_text(text: str) -> str:
+    """Trace text for a Markdown table cell outside code spans: printable, with pipes escaped (the table
+    stays a table) and angle brackets as entities (GitHub would drop `<CUDAFunctor_add>` as an HTML tag)."""
+    return printable(str(text)).replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")

@@ -80,19 +80,27 @@ def counts(rows: int, total_rows: int, launches: int, total_launches: int) -> Te
     return text
 
 
-def query_counts(found, total_launches: int, scope: str) -> Text:
-    """The filter bar's right side: rows, matching launches and their GPU time, and the scope."""
+def query_counts(found, total_launches: int, scope: str, width: int = 200) -> Text:
+    """The filter bar's right side: the scope and module when the tables are narrowed to them (first, in bold:
+    at 80 columns they must not be the part that is cut), then rows, matching launches and their GPU time.
+    ``width``: the cells the bar may take; the counts shorten before anything is cut."""
     text = Text(no_wrap=True, overflow="ellipsis", justify="right")
-    if found.query.module:  # the module tree's node in scope first: the bar is narrow at 80 columns
-        text.append(f"{printable(found.query.module.rsplit('.', 1)[-1])} · ", style="bold")
+    lead = []
+    if scope != "whole trace":
+        lead.append(printable(scope if len(scope) <= width // 2 else scope.split(" (", 1)[0]))
+    if found.query.module:
+        lead.append(printable(found.query.module.rsplit(".", 1)[-1]))
+    if lead:
+        text.append(" in " + " · ".join(lead) + " ", style="bold reverse")
+        text.append("· ")
     rows = len(found.table)
     group = found.query.grouping
     noun = {"kernel": "kernel", "op": "op", "module": "module", "source": "line", "step": "step"}[group]
     share = f" ({fmt_share(found.match_ns / found.scope_ns)})" if found.query.pattern and found.scope_ns else ""
-    text.append(f"{plural(rows, noun)} · {found.matches:,}/{plural(total_launches, 'launch')} · "
-                f"{fmt_ns(found.match_ns)} GPU{share}")
-    if scope != "whole trace":
-        text.append(f" · {printable(scope)}", style="bold")
+    long = f"{plural(rows, noun)} · {found.matches:,}/{plural(total_launches, 'launch')} · {fmt_ns(found.match_ns)} GPU"
+    short = f"{plural(rows, noun)} · {found.matches:,}/{total_launches:,} · {fmt_ns(found.match_ns)}"
+    room = width - len(text.plain)
+    text.append(long + share if len(long + share) <= room else long if len(long) <= room else short)
     return text
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from kerneltui.tui.app import KernelTuiApp
 from kerneltui.tui.screens.browser import BrowserScreen
+from kerneltui.tui.screens.goto import GotoScreen
 from kerneltui.tui.screens.health import HealthScreen
 from kerneltui.tui.screens.help import HelpScreen
 from kerneltui.tui.screens.loading import LoadingScreen
@@ -12,7 +13,7 @@ from kerneltui.tui.widgets.table import VirtualTable
 from kerneltui.tui.widgets.timeline import Timeline
 
 ALL = [KernelTuiApp, BrowserScreen, HelpScreen, LoadingScreen, VirtualTable, Timeline, ModulesScreen, ModuleTable,
-       HealthScreen]
+       HealthScreen, GotoScreen]
 
 # binding id -> the Pilot test that presses it (tests/tui/test_browser.py unless said otherwise)
 COVERED = {
@@ -44,6 +45,8 @@ COVERED = {
     "export-csv": "test_explorer.py::test_x_and_X_export_the_table_as_shown_to_new_files",
     "export-markdown": "test_explorer.py::test_x_and_X_export_the_table_as_shown_to_new_files",
     "toggle-details": "test_details_key_hides_the_pane",
+    "goto": "test_explorer.py::test_colon_goes_to_a_step_or_a_time",
+    "goto.close": "test_explorer.py::test_colon_goes_to_a_step_or_a_time",
     "health": "test_health_tui.py::test_a_damaged_trace_says_so_under_the_header_and_h_shows_the_report",
     "health.close": "test_health_tui.py::test_a_damaged_trace_says_so_under_the_header_and_h_shows_the_report",
     **{k: "test_modules.py::test_t_shows_the_tree_keys_open_and_close_and_enter_scopes_to_a_node"

@@ -325,7 +325,8 @@ async def test_y_copies_the_rows_full_kernel_names():
         table = app.screen.query_one(MatchTable)
         await pilot.press("y")
         m = table.row(table.cursor)
-        assert app.clipboard.splitlines() == list(dict.fromkeys([*m.a_keys, *m.b_keys]))
+        assert app.clipboard.splitlines() == ([f"A: {k}" for k in dict.fromkeys(m.a_keys)]
+                                              + [f"B: {k}" for k in dict.fromkeys(m.b_keys)])
 
 
 async def test_a_kernel_picked_on_a_timeline_selects_its_row_and_enter_returns_to_the_table():

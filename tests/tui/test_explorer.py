@@ -109,7 +109,7 @@ async def test_brackets_scope_the_table_to_a_step_and_back_to_the_whole_trace():
     async with opened(gpt(), size=(120, 40)) as (app, pilot):
         screen, table, _, timeline = parts(app)
         await pilot.press("right_square_bracket", "right_square_bracket")
-        assert counts_text(screen).endswith("ProfilerStep#3 (step 2 of 3)")
+        assert counts_text(screen).startswith(" in ProfilerStep#3 (step 2 of 3) · ")
         assert [r[1] for r in rows(table)] == [f"{c:,}" for c in expected["count"]]
         assert sum(int(r[1]) for r in rows(table)) == int(in_step.sum()) == 315
         starts, ends, _ = screen.browse.step_spans
@@ -173,8 +173,22 @@ async def test_x_and_X_export_the_table_as_shown_to_new_files(tmp_path, monkeypa
         assert csv[0] == "Launching op,count,total_ns,mean_ns,min_ns,max_ns,share,Top kernel"
         assert csv[1].startswith("aten::addmm,12,1078108,")  # the gemms and their memsets
         md = (tmp_path / "kerneltui-mlp_bf16_eager-by-op.md").read_text().splitlines()
-        assert md[2].startswith("| Launching op | Count | Total |")
-        assert len(md) == 4 + table.row_count()
+        assert md[2:5] == ["- search: none", "- scope: whole trace", "- view: grouped by op"]
+        assert md[6].startswith("| Launching op | Count | Total |")
+        assert len(md) == 8 + table.row_count()
+
+
+async def test_an_export_says_its_search_and_scope_and_escapes_angle_brackets(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    async with opened(shared_trace("mlp_bf16_eager").resolve()) as (app, pilot):
+        await pilot.press("slash", *"gelu", "enter", "right_square_bracket", "X", "x")
+        names = sorted(p.name for p in tmp_path.iterdir())
+        assert names == ["kerneltui-mlp_bf16_eager-by-kernel-mlp_forward_1-search-gelu.csv",
+                         "kerneltui-mlp_bf16_eager-by-kernel-mlp_forward_1-search-gelu.md"]
+        md = (tmp_path / names[1]).read_text().splitlines()
+        assert md[2:5] == ["- search: gelu", "- scope: mlp_forward #1", "- view: grouped by kernel"]
+        # GitHub would drop <GeluCUDAKernelImpl> as an HTML tag
+        assert md[8].startswith("| vectorized_elementwise_kernel&lt;GeluCUDAKernelImpl&gt;[bf16] | 1 |")
 
 
 async def test_ctrl_p_palette_runs_an_action_by_name():
@@ -368,3 +382,37 @@ async def test_a_trace_without_a_device_name_ends_its_header_cleanly():
                       size=(120, 40)) as (app, pilot):
         header = str(app.screen.query_one("#header").render())
         assert header.endswith("· 434 launches · 25 kernels · busy 10.72ms of 19.11ms (56.1%) · 1 call")
+
+
+async def test_colon_goes_to_a_step_or_a_time():
+    async with opened(gpt(), size=(120, 40)) as (app, pilot):
+        screen, table, _, timeline = parts(app)
+        await pilot.press("colon")
+        await pilot.press(*"#3", "enter")
+        await pilot.pause()
+        assert screen.query_state.scope.iteration == 1  # ProfilerStep#3, the second step
+        assert "in ProfilerStep#3 (step 2 of 3)" in str(screen.query_one("#counts").render())
+        await pilot.press("colon", *"20ms", "enter")
+        await pilot.pause()
+        w0, w1 = timeline.window
+        assert w0 < 20_000_000 < w1 and abs((w0 + w1) // 2 - 20_000_000) < (w1 - w0) // 20
+        g = screen.kernels.trace.gpu
+        start = int(g["ts"].iat[screen.selected]) - screen.kernels.origin
+        assert start >= 20_000_000  # the first launch of the scope at or after 20 ms
+        await pilot.press("colon", *"step 9", "enter")
+        assert "no step 9: the trace has 3" in str(app.screen.query_one("#goto-hint").render())
+        await pilot.press("escape")
+        assert screen.query_state.scope.iteration == 1
+
+
+async def test_w_in_the_timeline_widens_the_tables_too_and_80_columns_say_the_scope():
+    async with opened(gpt()) as (app, pilot):
+        screen, table, _, timeline = parts(app)
+        await pilot.press("right_square_bracket")
+        await pilot.pause()
+        counts = str(screen.query_one("#counts").render())
+        assert counts == " in ProfilerStep#2 · 52 kernels · 315/945 · 3.94ms"  # the scope first, the counts shortened
+        await pilot.press("t", "w")
+        await pilot.pause()
+        assert app.focused is timeline and screen.query_state.scope.whole
+        assert " in ProfilerStep" not in str(screen.query_one("#counts").render())

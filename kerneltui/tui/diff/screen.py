@@ -240,8 +240,11 @@ class DiffScreen(Screen):
             self.notify("nothing selected to copy", timeout=2)
             return
         m = table.row(table.cursor)
-        names = list(dict.fromkeys([*m.a_keys, *m.b_keys]))  # full names, A's first, each once
-        text = "\n".join(str(n) for n in names)
+        # full names, A's then B's, each side's once, labelled; escaped as on screen (a crafted name pasted into
+        # a shell must not carry ESC, CR or NUL)
+        names = [(side, str(n)) for side, keys in (("A", m.a_keys), ("B", m.b_keys)) for n in dict.fromkeys(keys)]
+        text = "\n".join(f"{side}: {printable(n)}" for side, n in names)
+        names = [n for _, n in names]
         self.app.copy_to_clipboard(text)
         self.notify(printable(f"copied {len(names)} name{'s' if len(names) != 1 else ''}: {names[0] if names else ''}"[:200]),
                     timeout=3, markup=False)

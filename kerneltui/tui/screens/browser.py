@@ -214,7 +214,8 @@ class BrowserScreen(BrowserKeys):
             self.query_one(Timeline).set_lanes(self._timeline_lanes())
             self._lanes_keep = self.keep
             self._marked_key = None
-        counts.update(status.query_counts(found, len(k.key_codes), q.scope.label(k.trace, k.origin)))
+        room = max(int(self.size.width * 0.6) - 2, 40)  # #counts' max-width (60%) less its padding
+        counts.update(status.query_counts(found, len(k.key_codes), q.scope.label(k.trace, k.origin), room))
         self._after_query()
         return True
 
@@ -344,6 +345,12 @@ class BrowserScreen(BrowserKeys):
     def _on_timeline_selected(self, event: Timeline.Selected) -> None:
         if not isinstance(event, Timeline.Activated):
             self.select_launch(event.id, source=self.query_one(Timeline))
+
+    def on_timeline_whole_asked(self, event: Timeline.WholeAsked) -> None:
+        """`w` with the timeline focused is the browser's `w`: the tables' scope goes back to the whole trace too."""
+        if self.browse is not None and (not self.query_state.scope.whole or self.query_state.module):
+            self.remember()
+            self.set_query(scope=Scope(), module="")
 
     @on(Timeline.Activated)
     def _on_timeline_enter(self) -> None:

@@ -18,6 +18,7 @@ from kerneltui.tui.export import FORMATS, as_csv, as_markdown, export_name, writ
 from kerneltui.tui.lanes import op_row
 from kerneltui.tui.layout import MODES
 from kerneltui.tui.query import Scope
+from kerneltui.tui.screens.goto import GotoScreen
 from kerneltui.tui.screens.health import HealthScreen
 from kerneltui.tui.screens.help import FILTER_KEYS, HelpScreen
 from kerneltui.tui.screens.modules import ModulesScreen
@@ -27,10 +28,11 @@ from kerneltui.tui.widgets.kernel_table import KernelTable
 from kerneltui.tui.widgets.launch_list import LaunchList
 from kerneltui.tui.widgets.table import VirtualTable
 from kerneltui.tui.widgets.timeline import Timeline
+from kerneltui.units import fmt_ns
 
 # actions that need the second loading stage (timeline, search over ops, groups): pressed before it
 # arrives (or typed while the file was read), they run once it is there rather than being lost
-NEEDS_BROWSE = frozenset({"modules", "health", "cycle_grouping", "scope", "whole", "jump", "mark", "next_match", "zoom", "pan",
+NEEDS_BROWSE = frozenset({"modules", "health", "goto", "cycle_grouping", "scope", "whole", "jump", "mark", "next_match", "zoom", "pan",
                           "zoom_selection", "timeline_size"})
 
 NOISE_KEYS = (("C", "memcpy"), ("S", "memset"), ("R", "runtime"), ("O", "cpu_op"), ("A", "annotation"), ("M", "memory"))
@@ -56,6 +58,8 @@ class BrowserKeys(Screen):
                 tooltip="Scope the tables to the previous step (from the first: the whole trace)"),
         Binding("right_square_bracket", "scope(1)", "Next step", show=False, id="next-step",
                 tooltip="Scope the tables to the next step, and show it in the timeline"),
+        Binding("colon", "goto", "Go to a step or a time", show=False, id="goto",
+                tooltip="Go to a step (3, #3, step 3, its name) or a time from the trace's start (12.5ms, 300us)"),
         Binding("w", "whole", "Whole trace", show=False, id="fit",
                 tooltip="Whole trace: the tables' scope and the timeline's window"),
         Binding("t", "jump", "Timeline", id="jump", tooltip="Jump from the table to the timeline, and back to the launch"),
@@ -229,6 +233,41 @@ class BrowserKeys(Screen):
         self.remember()
         self.scope_to(target)
 
+    def action_goto(self) -> None:
+        """`:`: a step (scoped to, as `]` does) or a time (the timeline centred on it, the launch there selected)."""
+        if self._defer("goto"):
+            return
+        its = self.kernels.trace.iterations
+        numbers = [int(n) for n in its.step_numbers_]
+
+        def go(target) -> None:
+            if target is None:
+                return
+            self.remember()
+            if target.step is not None:
+                self.scope_to(target.step)
+            else:
+                self.go_to_time(target.time_ns)
+
+        self.app.push_screen(GotoScreen(tuple(its.labels), numbers, its.unit), go)
+
+    def go_to_time(self, t: int) -> None:
+        """The timeline centred on ``t`` (ns from the window's start, as its axis counts), at its current zoom;
+        the first launch of the scope starting at or after it selected (the last one, past the end)."""
+        timeline = self.query_one(Timeline)
+        w0, w1 = timeline.window
+        half = max((w1 - w0) // 2, 1)
+        timeline.show_span(t - half, t + half, margin=0.0)
+        ts = self.kernels.trace.gpu["ts"].to_numpy() - self.kernels.origin  # the timeline's clock
+        candidates = np.flatnonzero(ts >= t) if self.in_scope is None else np.flatnonzero((ts >= t) & self.in_scope)
+        if not len(candidates):
+            candidates = np.flatnonzero(self.in_scope) if self.in_scope is not None else np.arange(len(ts))
+            candidates = candidates[-1:]
+        if len(candidates):
+            launch = int(candidates[0])
+            self.select_launch(launch, source=None)
+            timeline.select(launch, reveal=False)
+
     def action_whole(self) -> None:
         if self._defer("whole"):
             return
@@ -271,7 +310,8 @@ class BrowserKeys(Screen):
         timeline.action_mark()
 
     def action_copy(self) -> None:
-        text = self._selected_name()
+        # escaped as on screen: a crafted name pasted into a shell must not carry ESC, CR or NUL
+        text = printable(self._selected_name())
         if not text:
             self.notify("nothing selected to copy", timeout=2)
             return
@@ -292,16 +332,32 @@ class BrowserKeys(Screen):
         headers = [c.label for c in table.columns()]
         rows = [table.cells(i) for i in range(table.row_count())]
         title = f"{self.kernels.trace.meta.path} · {what.replace('-', ' ')}"
+        pattern = self.query_state.pattern
         if fmt == "csv":
             text = as_csv(table.export_frame())
         else:
-            text = as_markdown(headers, rows, title=f"# {title}")
+            text = as_markdown(headers, rows, title=f"# {title}", facts=self._export_facts())
+        name = export_name(self.kernels.trace.meta.path, what + (f"-search-{pattern}" if pattern else ""))
         try:
-            path = write_new(".", export_name(self.kernels.trace.meta.path, what), FORMATS[fmt], text)
+            path = write_new(".", name, FORMATS[fmt], text)
         except OSError as exc:
             self.notify(printable(f"export failed: {exc}"), severity="error", timeout=6, markup=False)
             return
         self.notify(printable(f"wrote {len(rows):,} rows to {path}"), timeout=5, markup=False)
+
+    def _export_facts(self) -> list[tuple[str, str]]:
+        """What the exported table is of: the search, the scope, the grouping, the module, the categories shown."""
+        q = self.query_state
+        scope = "whole trace"
+        if q.scope.is_range:
+            scope = f"range {fmt_ns(q.scope.start - self.kernels.origin)}–{fmt_ns(q.scope.end - self.kernels.origin)}"
+        elif q.scope.iteration is not None:
+            scope = self.kernels.trace.iterations.labels[q.scope.iteration]
+        facts = [("search", q.pattern or "none"), ("scope", scope),
+                 ("view", "every launch" if self._view() == "launches" else f"grouped by {q.grouping}")]
+        if q.module:
+            facts.append(("module", q.module))
+        return facts
 
     def _export_what(self) -> str:
         q = self.query_state

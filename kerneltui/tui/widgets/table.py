@@ -68,7 +68,8 @@ class VirtualTable(ScrollView, can_focus=True):
     VirtualTable { overflow-x: hidden; overflow-y: auto; scrollbar-size-vertical: 1; }
     VirtualTable > .vtable--header { text-style: bold; color: $text-muted; }
     VirtualTable > .vtable--sorted { text-style: bold underline; color: $text; }
-    VirtualTable > .vtable--cursor { background: $surface-lighten-1; text-style: bold; }
+    /* unfocused (the timeline has the keys): still plainly the row the details are of */
+    VirtualTable > .vtable--cursor { background: $secondary 35%; text-style: bold underline; }
     VirtualTable:focus > .vtable--cursor { background: $accent 40%; text-style: bold reverse; }
     VirtualTable > .vtable--dim { color: $text-muted; }
     VirtualTable > .vtable--empty { color: $text-muted; text-style: italic; }

@@ -168,6 +168,9 @@ class Timeline(ComponentStyles, Widget, can_focus=True):
             super().__init__(timeline)
             self.start, self.end = start, end
 
+    class WholeAsked(_Message):
+        """`w` pressed in the timeline: the whole trace asked for, not only the whole window."""
+
     class RangeCleared(_Message):
         pass
 
@@ -347,6 +350,7 @@ class Timeline(ComponentStyles, Widget, can_focus=True):
 
     def action_fit(self) -> None:
         self.fit()
+        self.post_message(self.WholeAsked(self))  # the screen widens what else it scoped (the browser's tables)
 
     def action_zoom_selection(self) -> None:
         found = self._find(self.selected) if self.selected is not None else None
