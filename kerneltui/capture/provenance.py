@@ -124,7 +124,9 @@ class Recorder(logging.Handler):
         for node in gm.graph.nodes:
             stack = node.meta.get("nn_module_stack") or {}
             modules = tuple((str(k), str(v[0]), _type_name(v[1])) for k, v in stack.items())
-            nodes[node.name] = DynamoNode(node.meta.get("stack_trace"), modules)
+            target = node.target if isinstance(node.target, str) else getattr(node.target, "__name__", "")
+            inputs = tuple(n.name for n in node.all_input_nodes)
+            nodes[node.name] = DynamoNode(node.meta.get("stack_trace"), modules, str(target), inputs)
         self.dynamo.setdefault(key, {}).update(nodes)
         self.dynamo_graphs += 1
 

@@ -9,7 +9,13 @@ from __future__ import annotations
 
 import json
 
-from kerneltui.capture.provenance_parse import DynamoNode, GraphRecord, kernels, module_path, source_lines
+from kerneltui.capture.provenance_parse import (
+    DynamoNode,
+    GraphRecord,
+    kernels,
+    module_path,
+    source_lines,
+)
 
 TRITON_WRAPPER = '''# AOT ID: ['3_inference']
 from torch._inductor.select_algorithm import extern_kernels

@@ -53,6 +53,7 @@ class KernelProvenance:
     pre_grad_nodes: tuple[str, ...]
     source_lines: tuple[SourceLine, ...]
     module_paths: tuple[str, ...]
+    cache_key: str | None = None  # its graph's FX cache key: the trace's "## Call CompiledFxGraph <key> ##"
 
     @property
     def op_names(self) -> frozenset[str]:
@@ -80,6 +81,22 @@ class Provenance:
 
     def by_hash(self) -> dict[str, KernelProvenance]:
         return {k.kernel_hash: k for k in self.kernels if k.kernel_hash}
+
+    def all_by_trace_name(self) -> dict[str, list[KernelProvenance]]:
+        """Every record a kernel's name can mean: graphs that generated same-named kernels give several."""
+        out: dict[str, list[KernelProvenance]] = {}
+        for k in self.kernels:
+            for name in dict.fromkeys((k.trace_name, k.name)):
+                if name:
+                    out.setdefault(name, []).append(k)
+        return out
+
+    def all_by_hash(self) -> dict[str, list[KernelProvenance]]:
+        out: dict[str, list[KernelProvenance]] = {}
+        for k in self.kernels:
+            if k.kernel_hash:
+                out.setdefault(k.kernel_hash, []).append(k)
+        return out
 
 
 def covered_text(record: KernelProvenance) -> str:
@@ -141,4 +158,5 @@ def _kernel(item: object) -> KernelProvenance | None:
         aten_ops=_strings(item.get("aten_ops")), post_grad_nodes=_strings(item.get("post_grad_nodes")),
         pre_grad_nodes=_strings(item.get("pre_grad_nodes")), source_lines=tuple(lines),
         module_paths=_strings(item.get("module_paths")),
+        cache_key=item["cache_key"] if isinstance(item.get("cache_key"), str) else None,
     )
