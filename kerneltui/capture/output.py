@@ -7,7 +7,7 @@ import os
 import platform
 import secrets
 import socket
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,14 @@ def _stem(workload: str, params: dict[str, Any], mode: str) -> str:
 def trace_path(out_dir: Path, workload: str, params: dict[str, Any], mode: str, compressed: bool) -> Path:
     """`traces/add_relu_n1000000_eager.json.gz`: the workload, its parameters and the mode."""
     return out_dir / f"{_stem(workload, params, mode)}.json{'.gz' if compressed else ''}"
+
+
+def rank_trace_path(out_dir: Path, workload: str, params: dict[str, Any], mode: str, compressed: bool,
+                    rank: int) -> Path:
+    """Under torchrun: `traces/add_relu_n1000000_eager/add_relu_n1000000_eager_rank0.json.gz`. One directory
+    per mode, so that `kerneltui summary DIR` reads each as a rank job (and `diff DIR DIR` rank by rank)."""
+    stem = _stem(workload, params, mode)
+    return out_dir / stem / f"{stem}_rank{rank}.json{'.gz' if compressed else ''}"
 
 
 def provenance_path(out_dir: Path, workload: str, params: dict[str, Any], mode: str) -> Path:
@@ -67,8 +75,11 @@ def _put(data: bytes, final: Path, overwrite: bool) -> None:
     """
     partial = scratch_path(final, ".partial")
     try:
-        with open(partial, "xb") as file:  # unlike mkstemp's 0600, this honours the umask
-            file.write(data)
+        try:
+            with open(partial, "xb") as file:  # unlike mkstemp's 0600, this honours the umask
+                file.write(data)
+        except OSError as exc:  # the directory became unwritable, the disk filled: the partial goes below
+            raise UserError(f"{final}: cannot write it: {exc.strerror or exc}") from None
         if overwrite:
             os.replace(partial, final)
             return
@@ -92,7 +103,7 @@ def write_trace(exported: Path, final: Path, capture: dict[str, Any], provenance
     parsing the events; Perfetto and chrome://tracing ignore keys they do not know.
     """
     trace = orjson.loads(exported.read_bytes())
-    capture = {**capture, "time": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+    capture = {**capture, "time": datetime.now(UTC).isoformat(timespec="seconds")}
     block = {"capture": capture, **({"provenance": provenance} if provenance is not None else {})}
     data = orjson.dumps({"kerneltui": block, **trace})
     if final.name.endswith(".gz"):

@@ -50,7 +50,9 @@ def pairs(written: list[Written]) -> list[tuple[Written, ...]]:
     return [tuple(group) for group in groups.values()]
 
 
-def render(workload: str, written: list[Written]) -> str:
+def render(workload: str, written: list[Written], world_size: int = 1) -> str:
+    if world_size > 1:
+        return _render_job(written, world_size)
     lines = [f"{'':<20}{'launches/call':>14}{'GPU/call':>10}{'CPU/call':>10}{'compile':>9}"]
     for group in pairs(written):
         lines.append(f"{workload} {describe(group[0].params)}".rstrip())
@@ -69,6 +71,19 @@ def render(workload: str, written: list[Written]) -> str:
     if diffs:
         lines.append("Compare eager and compiled:" if len(diffs) == 1 else "Compare each pair:")
         lines.extend(f"  {command}" for command in diffs)
+    return "\n".join(lines)
+
+
+def _render_job(written: list[Written], world_size: int) -> str:
+    """Under torchrun (rank 0 speaks for the job): each mode's directory holds a trace per rank."""
+    lines = [f"Written, a trace per rank ({world_size} ranks) in each directory:"]
+    lines.extend(f"  {item.path.parent}/" for item in written)
+    lines.append("Read one as a job:")
+    lines.append(f"  kerneltui summary {shlex.quote(str(written[0].path.parent))}/")
+    diffs = [(group[0].path.parent, group[1].path.parent) for group in pairs(written) if len(group) == 2]
+    if diffs:
+        lines.append("Compare eager and compiled, rank by rank:")
+        lines.extend(f"  kerneltui diff {shlex.quote(str(a))}/ {shlex.quote(str(b))}/" for a, b in diffs)
     return "\n".join(lines)
 
 

@@ -4,8 +4,10 @@
         a, b = torch.randn(n, device=device), torch.randn(n, device=device)
         return add_relu, (a, b)
 
-Every parameter is a `-p NAME=VALUE` option; `device` is filled in with "cuda" or "cpu".
-Eager mode calls `fn(*inputs)`, compiled mode `torch.compile(fn)(*inputs)`. See docs/capture.md.
+Every parameter is a `-p NAME=VALUE` option; `device` is filled in with "cuda" or "cpu", and
+`compile` and `mode`, where declared, by kerneltui (the mode's compile function, "eager"/"compiled").
+Eager mode calls `fn(*inputs)`, compiled mode `torch.compile(fn)(*inputs)`; `(model, batch_dict)`
+is called `model(**batch)`. See docs/capture.md.
 """
 
 from __future__ import annotations
@@ -17,10 +19,11 @@ import os
 import re
 import sys
 import traceback
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from kerneltui.capture.params import Value
 from kerneltui.errors import UserError
@@ -30,6 +33,9 @@ HOW_TO = (
     "and ends with `return fn, (inputs...)` (see docs/capture.md)"
 )
 _PACKAGE_DIR = str(Path(__file__).resolve().parents[1])
+# Parameters kerneltui fills in for each mode, never from -p: not stored, not in file names.
+GIVEN_BY_KERNELTUI = ("compile", "mode")
+DICT_HINT = "for keyword inputs `return model, batch` (capture calls model(**batch)) or `return lambda: model(**batch)`"
 
 
 class UserCodeError(Exception):
@@ -41,13 +47,50 @@ class UserCodeError(Exception):
         self.error = error
 
 
+class ScriptExit(Exception):
+    """The user's code raised SystemExit (sys.exit(), or its own argparse refusing the arguments)."""
+
+    def __init__(self, where: str, code: object):
+        super().__init__(f"{where}: SystemExit({code!r})")
+        self.where = where
+        self.code = code
+
+    def status(self) -> str:
+        """What the script exited with, as the shell would see it."""
+        if self.code is None:
+            return "status 0"
+        if isinstance(self.code, int):
+            return f"status {self.code}"
+        return f"{str(self.code)!r} (status 1)"  # sys.exit("message"): Python prints it and exits 1
+
+
 @contextmanager
 def user_code(where: str) -> Iterator[None]:
-    """Marks a call into the user's code, so that what it raises is shown as theirs, not ours."""
+    """Marks a call into the user's code, so that what it raises is shown as theirs, not ours.
+
+    SystemExit too: left alone it would end kerneltui with the script's status and no word of why.
+    """
     try:
         yield
+    except SystemExit as exc:
+        raise ScriptExit(where, exc.code) from None
     except Exception as exc:
         raise UserCodeError(where, exc) from exc
+
+
+@contextmanager
+def script_argv(path: str, args: tuple[str, ...]) -> Iterator[None]:
+    """The script's own sys.argv while it is imported, built and run: [its path, *the args after --].
+
+    A script that parses its command line at import then sees its arguments, not kerneltui's, and
+    argparse names it, not kerneltui, in its messages. Restored afterwards.
+    """
+    saved = sys.argv
+    sys.argv = [path, *args]
+    try:
+        yield
+    finally:
+        sys.argv = saved
 
 
 @dataclass(frozen=True)
@@ -58,6 +101,19 @@ class WorkloadFile:
     parameters: tuple[str, ...]  # in signature order
     defaults: dict[str, Any]
     takes_any: bool  # workload(**kwargs)
+    given: tuple[str, ...] = ()  # which of GIVEN_BY_KERNELTUI it declares
+
+
+@dataclass(frozen=True)
+class Built:
+    """What one mode runs: `fn(*args, **kwargs)` per call."""
+
+    fn: Callable[..., Any]
+    args: tuple = ()
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+    def __call__(self) -> Any:
+        return self.fn(*self.args, **self.kwargs)
 
 
 def load(path: str) -> WorkloadFile:
@@ -89,15 +145,19 @@ def load(path: str) -> WorkloadFile:
         path=file,
         name=file.stem,
         factory=factory,
-        parameters=tuple(p.name for p in named),
+        parameters=tuple(p.name for p in named if p.name not in GIVEN_BY_KERNELTUI),
         defaults={p.name: p.default for p in named if p.default is not p.empty},
         takes_any=any(p.kind == p.VAR_KEYWORD for p in signature.parameters.values()),
+        given=tuple(p.name for p in named if p.name in GIVEN_BY_KERNELTUI),
     )
 
 
 def resolve(workload: WorkloadFile, given: dict[str, Value], device: str) -> dict[str, Any]:
     """The full keyword arguments of one workload() call: defaults, then -p values, then the device."""
     known = workload.parameters
+    reserved = [name for name in given if name in GIVEN_BY_KERNELTUI]
+    if reserved:
+        raise UserError(f"-p {reserved[0]}=...: kerneltui passes `{reserved[0]}` to workload() itself, per mode")
     unknown = [name for name in given if name not in known]
     if unknown and not workload.takes_any:
         listed = ", ".join(known) or "none"
@@ -118,20 +178,35 @@ def resolve(workload: WorkloadFile, given: dict[str, Value], device: str) -> dic
     return {name: params[name] for name in (*known, *unknown)}
 
 
-def build(workload: WorkloadFile, params: dict[str, Any]) -> tuple[Callable[..., Any], tuple]:
-    """Calls workload(**params): the (fn, inputs) to run, checked against the contract."""
+def build(workload: WorkloadFile, params: dict[str, Any], given: dict[str, Any] | None = None) -> Built:
+    """Calls workload(**params), plus what kerneltui gives (`compile`, `mode`) where it declares them:
+    the call to run, checked against the contract."""
+    extra = {name: value for name, value in (given or {}).items() if name in workload.given}
     with user_code("in workload()"):
-        built = workload.factory(**params)
+        built = workload.factory(**params, **extra)
+    if isinstance(built, Mapping):
+        raise UserError(f"{workload.path}: workload() returned a {type(built).__name__}; {DICT_HINT}")
     if callable(built):
-        return built, ()
+        return Built(built)
     if isinstance(built, (tuple, list)) and len(built) == 2 and callable(built[0]):
         fn, inputs = built
+        if isinstance(inputs, Mapping):
+            bad = next((k for k in inputs if not isinstance(k, str)), None)
+            if bad is not None:
+                raise UserError(f"{workload.path}: workload() returned a batch with the key {bad!r}; "
+                                "model(**batch) needs string keys")
+            return Built(fn, (), dict(inputs))
         if isinstance(inputs, (tuple, list)):
-            return fn, tuple(inputs)
+            return Built(fn, tuple(inputs))
         raise UserError(
             f"{workload.path}: workload() returned inputs of type {type(inputs).__name__}; "
             "make them a tuple: `return fn, (x,)`"
         )
+    if isinstance(built, (tuple, list)):
+        at = next((i for i, item in enumerate(built) if isinstance(item, Mapping)), None)
+        if at is not None:
+            raise UserError(f"{workload.path}: workload() returned a dict as item {at + 1} of {len(built)}; "
+                            f"{DICT_HINT}")
     raise UserError(
         f"{workload.path}: workload() returned {type(built).__name__}; it must return `fn, (inputs...)`, "
         "e.g. `return add_relu, (a, b)`, or a function that takes no inputs"

@@ -20,3 +20,7 @@ def captured(tmp_path_factory) -> dict[str, tuple[int, str, str, Path]]:
                                "-o", str(out_dir))
         results[name] = (rc, out, err, out_dir)
     return results
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "slow: takes tens of seconds (several processes start torch)")

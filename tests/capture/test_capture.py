@@ -73,9 +73,16 @@ def test_capture_block_says_how_the_trace_was_taken(captured, name, mode):
         assert block["compile_seconds"] > 0
         # Dynamo's own count: the training step breaks at backward() and around the optimizer
         assert block["graph_breaks"] == {"add_relu": 0, "mlp": 0, "train_step": 4}[name]
+        assert (block["backend"], block["fullgraph"], block["dynamic"]) == ("inductor", False, None)
+        assert (block["recompiles"], block["allow_recompile"], block["warmup_recompiles"]) == ([], False, [])
+        assert block["eager_was_compiled"] is None
     else:
         assert block["compile_mode"] is None and block["compile_seconds"] is None
         assert block["graph_breaks"] is None
+        assert (block["backend"], block["recompiles"], block["allow_recompile"]) == (None, None, None)
+        assert block["eager_was_compiled"] is False
+    assert (block["compiles_itself"], block["script_args"], block["rank"], block["world_size"]) == (False, [], None, None)
+    assert block["threads"] == torch.get_num_threads()
     for key in ("device", "hostname", "time", "command", "python", "triton", "first_call_seconds"):
         assert key in block
 
