@@ -201,8 +201,14 @@ def as_table(d: TraceDiff, top: int | None = None) -> str:
     lines.append("")
     if d.comparable.ok is False:
         lines += _wrap("NOT COMPARABLE: " + "; ".join(d.comparable.reasons))
+    for note in d.capture_notes:
+        lines += _wrap(note)
     lines += _wrap("; ".join(d.facts))
     lines += _wrap(d.verdict.text)
+    if d.cpu_fusions:
+        lines += ["", f"fused on the CPU, {d.cpu_fusions_direction} (CPU self time per {d.b.unit}):"]
+        for f in d.cpu_fusions:
+            lines += _wrap(f.line(d.b.unit), indent="  ")
     lines.append("")
     unit = d.b.unit
     if len(d.phases) > 1:
@@ -260,7 +266,11 @@ def as_markdown(d: TraceDiff, top: int | None = None) -> str:
     lines = [f"### kerneltui diff: `{a_name}` → `{b_name}`", ""]
     if d.comparable.ok is False:
         lines += [f"**Not comparable:** {_md('; '.join(d.comparable.reasons))}", ""]
+    lines += [f"**{_md(note)}**" for note in d.capture_notes] + ([""] if d.capture_notes else [])
     lines += [f"**{printable('; '.join(d.facts))}**", "", printable(d.verdict.text), ""]
+    if d.cpu_fusions:
+        lines += [f"Fused on the CPU, {d.cpu_fusions_direction} (CPU self time per {d.b.unit}):", ""]
+        lines += [f"- {_md(f.line(d.b.unit))}" for f in d.cpu_fusions] + [""]
     lines += ["| | A | B | B/A |", "|---|---|---|---|"]
     for fact, a, b, r in headline_rows(d):
         lines.append(f"| {fact} | {_md(a)} | {_md(b)} | {r} |")

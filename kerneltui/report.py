@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 import shutil
 import textwrap
 
 import orjson
 import pandas as pd
 
+from kerneltui.analysis.cpu_work import cpu_work, is_cpu_capture
 from kerneltui.analysis.health import Health, trace_health
 from kerneltui.terminal_text import json_safe, printable, printable_lines
 from kerneltui.trace.model import Trace
@@ -47,7 +49,8 @@ def launches_frame(trace: Trace, gpu: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-def headline(s: TraceSummary) -> list[str]:
+def headline(s: TraceSummary, cpu_only: bool = False) -> list[str]:
+    """``cpu_only``: a CPU capture (analysis/cpu_work.is_cpu_capture): the machine and a line saying so."""
     unit = s.iteration_unit
     lines = [
         f"device      {s.device}",
@@ -64,7 +67,36 @@ def headline(s: TraceSummary) -> list[str]:
     ]
     if s.capture:
         lines.append(f"captured    {describe_capture(s.capture)}")
+    if cpu_only:
+        machine = describe_machine(s.capture or {})
+        if machine:
+            lines.append(f"machine     {machine}")
+        lines.append(CPU_CAPTURE_LINE)
     return lines
+
+
+CPU_CAPTURE_LINE = "CPU capture no GPU activity: the work below is CPU self time; GPU time stays 0"
+
+
+def describe_machine(c: dict) -> str:
+    """'2 threads, 2 CPUs, load 1.15 0.81 0.67 (1, 5, 15 min)' from a capture block's machine keys, or ''."""
+    parts = []
+    threads, cpus, load = c.get("threads"), c.get("cpu_count"), c.get("load_average")
+    if _whole(threads):
+        parts.append(plural(threads, "thread"))
+    if _whole(cpus):
+        parts.append(plural(cpus, "CPU"))
+    if isinstance(load, list) and len(load) == 3 and all(_number(x) for x in load):
+        parts.append(f"load {' '.join(f'{x:.2f}' for x in load)} (1, 5, 15 min)")
+    return ", ".join(parts)
+
+
+def _whole(x) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool) and x > 0
+
+
+def _number(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
 
 def describe_capture(c: dict) -> str:
@@ -92,21 +124,21 @@ NUMBERS_HEAD = f"{'count':>7} {'total':>8} {'mean':>8} {'min':>8} {'max':>8} {'s
 WIDE = 120  # below this a kernel takes two lines: its name, then its op and numbers
 
 
-def kernel_table_text(kernels: pd.DataFrame, width: int, full_names: bool = False) -> list[str]:
+def kernel_table_text(kernels: pd.DataFrame, width: int, full_names: bool = False, title: str = "kernel") -> list[str]:
     name_col = "full_name" if full_names else "short"
     # escaped before measuring, so a name with control characters keeps its row and its columns
     names = [printable(str(n)) for n in kernels[name_col]]
     if width >= WIDE:
         name_width = min(70, max(len(n) for n in names)) if len(kernels) else 6
         op_width = max(4, width - name_width - len(NUMBERS_HEAD) - 2)
-        lines = [f"{'kernel':<{name_width}} {NUMBERS_HEAD} op"]
+        lines = [f"{title:<{name_width}} {NUMBERS_HEAD} op"]
         shown = distinct_cuts(names, name_width)  # cut so that rows stay told apart
         for name, r in zip(names, kernels.itertuples(index=False)):
             name = shown[name]
             lines.append(f"{name:<{name_width}} {_numbers(r)} {ellipsize(op_text(r), op_width)}".rstrip())
         return lines
     op_width = width - len(NUMBERS_HEAD) - 3
-    lines = [f"{'kernel':<{op_width + 2}} {NUMBERS_HEAD}", "  launched by"]
+    lines = [f"{title:<{op_width + 2}} {NUMBERS_HEAD}", "  launched by" if title == "kernel" else "  op"]
     shown = distinct_cuts(names, width)
     for name, r in zip(names, kernels.itertuples(index=False)):
         lines.append(shown[name])
@@ -151,16 +183,29 @@ def health_lines(health: Health, width: int) -> list[str]:
                          break_on_hyphens=False) or ["health"]
 
 
-def as_table(trace: Trace, s: TraceSummary, kernels: pd.DataFrame, launches: pd.DataFrame | None, full_names: bool) -> str:
+def as_table(trace: Trace, s: TraceSummary, kernels: pd.DataFrame, launches: pd.DataFrame | None, full_names: bool,
+             work: pd.DataFrame | None = None) -> str:
+    """``work``: a CPU capture's rows to show (``--top``/``--filter`` applied); None: all of them."""
     width = max(80, shutil.get_terminal_size((80, 24)).columns)
-    lines = [printable(trace.meta.path), *headline(s), *health_lines(trace_health(trace), width), ""]
-    if s.launches == 0:
+    cpu_only = is_cpu_capture(trace)
+    lines = [printable(trace.meta.path), *headline(s, cpu_only), *health_lines(trace_health(trace), width), ""]
+    if cpu_only and work is None:
+        work = cpu_work(trace)
+    if cpu_only and len(work):
+        lines.append(f"CPU work by self time: {plural(len(work), 'row')} (compiled C++ kernels and ATen ops)")
+        lines += kernel_table_text(work, width, full_names, title="CPU work")
+    elif cpu_only and len(cpu_work(trace)):
+        lines.append(NO_CPU_WORK_MATCHES)
+    elif s.launches == 0:
         lines.append(no_gpu_work_line(trace))
     elif launches is not None:
         lines += launch_table_text(launches, width, full_names)
     else:
         lines += kernel_table_text(kernels, width, full_names)
     return printable_lines(lines)  # the device, step names and capture fields come from the trace too
+
+
+NO_CPU_WORK_MATCHES = "no CPU work row matches the filter"
 
 
 def no_gpu_work_line(trace: Trace) -> str:
@@ -179,7 +224,9 @@ def no_gpu_work_line(trace: Trace) -> str:
     )
 
 
-def as_json(trace: Trace, s: TraceSummary, kernels: pd.DataFrame, launches: pd.DataFrame | None) -> str:
+def as_json(trace: Trace, s: TraceSummary, kernels: pd.DataFrame, launches: pd.DataFrame | None,
+            work: pd.DataFrame | None = None) -> str:
+    """``work`` as for ``as_table``: a CPU capture's rows, ``cpu_work`` in the document."""
     doc = {
         "trace": {
             "path": trace.meta.path,
@@ -194,7 +241,10 @@ def as_json(trace: Trace, s: TraceSummary, kernels: pd.DataFrame, launches: pd.D
         "summary": summary_dict(trace, s),
         "health": trace_health(trace).to_dict(),
         "kernels": labelled(kernels).to_dict("records"),
+        "cpu_capture": is_cpu_capture(trace),
     }
+    if doc["cpu_capture"]:  # the kernel table of a CPU capture: CPU self time, never GPU time
+        doc["cpu_work"] = labelled(cpu_work(trace) if work is None else work).to_dict("records")
     if launches is not None:
         doc["launches"] = launches.to_dict("records")
     return json_safe(orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY).decode()) + "\n"
@@ -214,10 +264,12 @@ def labelled(kernels: pd.DataFrame) -> pd.DataFrame:
     return kernels.assign(kind=[KIND_LABEL[Kind(k)] for k in kernels["kind"]])
 
 
-def as_csv(kernels: pd.DataFrame, launches: pd.DataFrame | None, for_terminal: bool = False) -> str:
-    """The table as CSV: exact names for a file or a pipe, escaped ones (``for_terminal``) for a screen."""
+def as_csv(kernels: pd.DataFrame, launches: pd.DataFrame | None, for_terminal: bool = False,
+           work: pd.DataFrame | None = None) -> str:
+    """The table as CSV: exact names for a file or a pipe, escaped ones (``for_terminal``) for a screen.
+    ``work``: a CPU capture's CPU work rows (its kernel table), written instead of the (empty) kernels."""
     out = io.StringIO()
-    frame = launches if launches is not None else labelled(kernels)
+    frame = launches if launches is not None else labelled(kernels if work is None else work)
     if for_terminal:
         frame = printable_frame(frame)
     frame.to_csv(out, index=False, quoting=csv.QUOTE_MINIMAL)

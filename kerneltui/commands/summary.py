@@ -21,12 +21,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="a job's ranks on a Dask cluster (tcp://host:8786), or 'local' for a LocalCluster"
                              " (needs the cluster extra)")
     parser.add_argument(
-        "--top", type=positive_int, metavar="N", help="only the N kernels (or launches) with most GPU time"
+        "--top", type=positive_int, metavar="N",
+        help="only the N kernels (or launches) with most GPU time; a CPU capture: the N CPU work rows with most"
+             " CPU self time"
     )
     parser.add_argument(
         "--filter",
         metavar="TEXT",
-        help="only kernels whose name contains TEXT (case-insensitive); '/REGEX' matches a regular expression",
+        help="only kernels (a CPU capture: CPU work rows) whose name contains TEXT (case-insensitive); '/REGEX'"
+             " matches a regular expression",
     )
     parser.add_argument("--launches", action="store_true", help="list every launch in time order instead of grouping")
     parser.add_argument("--by", choices=("kernel", "module"), default="kernel",
@@ -179,6 +182,7 @@ def run_trace(args: argparse.Namespace) -> int:
     from kerneltui.trace.summary import kernel_stats, summarize
 
     trace = load_trace(args.trace, cache=False if args.no_cache else None)
+    work = cpu_rows(trace, args)
     s = summarize(trace)
     gpu = trace.gpu
     if args.filter:
@@ -192,14 +196,31 @@ def run_trace(args: argparse.Namespace) -> int:
     elif args.top:
         kernels = kernels.head(args.top)
     if args.format == "json":
-        text = report.as_json(trace, s, kernels, launches)
+        text = report.as_json(trace, s, kernels, launches, work)
     elif args.format == "csv":
         # exact for a file or a pipe; on a terminal, names are escaped like the table's
-        text = report.as_csv(kernels, launches, for_terminal=sys.stdout.isatty())
+        text = report.as_csv(kernels, launches, for_terminal=sys.stdout.isatty(), work=work)
     else:
-        text = report.as_table(trace, s, kernels, launches, args.full_names)
+        text = report.as_table(trace, s, kernels, launches, args.full_names, work)
     sys.stdout.write(text)
     sys.stdout.flush()
     for warning in trace.meta.warnings:
         print(printable(f"kerneltui: {trace.meta.path}: {warning}"), file=sys.stderr)
     return 2 if trace.meta.incomplete else 0
+
+
+def cpu_rows(trace, args: argparse.Namespace):
+    """A CPU capture's work rows (analysis/cpu_work) with --filter (on the name) and --top applied; None for a
+    trace with GPU activity. --launches lists GPU launches, which a CPU capture has none of."""
+    from kerneltui.analysis.cpu_work import cpu_work, is_cpu_capture, matching_work
+    from kerneltui.errors import UserError
+
+    if not is_cpu_capture(trace):
+        return None
+    if args.launches:
+        raise UserError(f"{trace.meta.path}: a CPU capture has no GPU launches for --launches: its work is listed "
+                        "by CPU self time without it")
+    work = cpu_work(trace)
+    if args.filter:
+        work = work[matching_work(work, args.filter)]
+    return work.head(args.top) if args.top else work

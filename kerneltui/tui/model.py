@@ -20,6 +20,12 @@ import numpy as np
 import pandas as pd
 
 from kerneltui.analysis.attribution import place_codes
+from kerneltui.analysis.cpu_work import (
+    is_cpu_capture,
+    records_by_name,
+    work_events,
+    work_table,
+)
 from kerneltui.analysis.explore.context import LaunchContext, launch_context
 from kerneltui.analysis.explore.groups import group_index
 from kerneltui.analysis.explore.ranges import range_index
@@ -56,6 +62,15 @@ def _frozen(a: np.ndarray) -> np.ndarray:
 
 
 @dataclass(frozen=True, eq=False)
+class CpuWork:
+    """A CPU capture's work (analysis/cpu_work): what its kernel table lists instead of GPU kernels."""
+
+    events: pd.DataFrame  # work_events: one row per call (self time, step, event row)
+    table: pd.DataFrame  # work_table(events): one row per compiled C++ kernel or ATen op, by CPU self time
+    records: dict = field(repr=False)  # compiled kernel name -> its provenance record (records_by_name)
+
+
+@dataclass(frozen=True, eq=False)
 class Kernels:
     """Stage 1: the kernel table and the per-launch arrays that filtering needs."""
 
@@ -68,6 +83,7 @@ class Kernels:
     stats_code: np.ndarray  # per stats row: its key code
     stats_row_of_code: np.ndarray  # per key code: its stats row
     launch_kind: np.ndarray  # per launch: schema.Kind
+    cpu: CpuWork | None = None  # a CPU capture (no GPU activity): its CPU work, which the kernel table lists
 
     def key_matches(self, pattern: str) -> np.ndarray:
         """Per key code: does its short or full name match (substring, or /regex)? Raises UserError."""
@@ -132,7 +148,16 @@ def build_kernels(trace: Trace) -> Kernels:
         stats_code=_frozen(stats_code),
         stats_row_of_code=_frozen(stats_row_of_code),
         launch_kind=_frozen(g["kind"].to_numpy().astype(np.int64)),
+        cpu=cpu_work_of(trace),
     )
+
+
+def cpu_work_of(trace: Trace) -> CpuWork | None:
+    """A CPU capture's work for the kernel table (None for a trace with GPU activity)."""
+    if not is_cpu_capture(trace):
+        return None
+    events = work_events(trace)
+    return CpuWork(events=events, table=work_table(events), records=records_by_name(trace))
 
 
 @dataclass(frozen=True, eq=False)

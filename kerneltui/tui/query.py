@@ -20,7 +20,13 @@ import numpy as np
 import pandas as pd
 
 from kerneltui.analysis.attribution import under
-from kerneltui.analysis.explore.groups import GROUP_LABEL, group_codes, group_stats, scope_mask
+from kerneltui.analysis.cpu_work import matching_work, work_table
+from kerneltui.analysis.explore.groups import (
+    GROUP_LABEL,
+    group_codes,
+    group_stats,
+    scope_mask,
+)
 from kerneltui.analysis.explore.search import match_totals
 from kerneltui.trace.schema import Kind
 from kerneltui.tui.model import DEFAULT_SHOWN, Browse, Kernels
@@ -163,3 +169,45 @@ def name_header(grouping: str) -> str:
 
 def side_header(grouping: str) -> str:
     return "Launched by" if grouping == "kernel" else "Top kernel"
+
+
+# -- a CPU capture: the kernel table lists its CPU work (analysis/cpu_work), by CPU self time ---------------
+
+CPU_NAME_HEADER, CPU_SIDE_HEADER = "CPU work", "Op / provenance"
+CPU_SEARCHED = ("key", "op")  # `/` finds a row by its name, or its op / provenance text (ops, source line)
+
+
+@dataclass(frozen=True, eq=False)
+class CpuAnswer:
+    """The kernel table of a CPU capture for one query: the scope's CPU work, the rows the search keeps."""
+
+    query: Query
+    table: pd.DataFrame  # work_table of the calls in scope (share: of their CPU self time)
+    rows: np.ndarray  # positions in ``table`` kept by the search
+    events: pd.DataFrame = field(repr=False)  # the calls in scope (work_events rows)
+    calls: int = 0  # calls of the kept rows, and their CPU self time
+    self_ns: int = 0
+    scope_ns: int = 0  # CPU self time of every call in scope
+    total_calls: int = 0  # calls in the whole trace
+
+    def calls_of(self, key: str) -> pd.DataFrame:
+        """The row's calls in scope, in time order."""
+        return self.events[self.events["key"].to_numpy() == key].sort_values("ts", kind="stable")
+
+
+def cpu_answer(kernels: Kernels, query: Query) -> CpuAnswer:
+    """The CPU work table for a query: the scope (a step, a range: the calls starting in it) and the search
+    (name or op / provenance). Grouping and modules are for GPU launches and do not apply. Raises UserError."""
+    cpu = kernels.cpu
+    events = cpu.events
+    scope = query.scope
+    if scope.is_range:
+        ts = events["ts"].to_numpy(np.int64)
+        events = events[(ts >= scope.start) & (ts < scope.end)]
+    elif scope.iteration is not None:
+        events = events[events["iteration"].to_numpy() == scope.iteration]
+    table = cpu.table if events is cpu.events else work_table(events)
+    rows = np.flatnonzero(matching_work(table, query.pattern, CPU_SEARCHED))
+    kept = table.iloc[rows]
+    return CpuAnswer(query, table, rows, events, int(kept["count"].sum()), int(kept["total_ns"].sum()),
+                     int(table["total_ns"].sum()), len(cpu.events))

@@ -32,8 +32,12 @@ def header(kernels: Kernels, browse: Browse | None, width: int = 200) -> Text:
     n, k = len(kernels.key_codes), len(kernels.stats)
     name = printable(Path(trace.meta.path).name)
     device = printable(trace.meta.device_name)
+    devices = (device, device.removeprefix("NVIDIA "))
     wordings = [[plural(n, "launch"), plural(k, "kernel")]]
-    if browse is not None:
+    if kernels.cpu is not None:  # a CPU capture: its work is CPU self time; no GPU figure is shown
+        devices = (f"{device} · CPU capture, CPU time only", f"{device} · CPU capture", "CPU capture")
+        wordings = cpu_wordings(kernels, browse)
+    elif browse is not None:
         s = browse.summary
         steps = plural(s.iterations, s.iteration_unit)
         wordings = [
@@ -46,7 +50,7 @@ def header(kernels: Kernels, browse: Browse | None, width: int = 200) -> Text:
     # "healthy" only where the whole file name still fits beside it
     said = [(w, " · healthy") for w in wordings] if health is not None and health.ok else []
     for facts, tail in said + [(w, "") for w in wordings]:
-        for dev in (device, device.removeprefix("NVIDIA ")):
+        for dev in devices:
             rest = " · ".join(facts) + (" · …" if browse is None else "") + (f" · {dev}" if dev else "") + tail
             if len(name) + 3 + len(rest) <= room or (not tail and len(rest) + 3 + 16 <= room):
                 break
@@ -59,6 +63,22 @@ def header(kernels: Kernels, browse: Browse | None, width: int = 200) -> Text:
     if trace.meta.warnings:
         text.append("  ⚠ " + printable("; ".join(trace.meta.warnings)), style="bold")
     return text
+
+
+def cpu_wordings(kernels: Kernels, browse: Browse | None) -> list[list[str]]:
+    """A CPU capture's header facts, longest first: its CPU work rows, their calls and CPU self time."""
+    cpu = kernels.cpu
+    rows, calls, ns = len(cpu.table), len(cpu.events), int(cpu.table["total_ns"].sum())
+    if browse is None:
+        return [[plural(rows, "CPU work row"), plural(calls, "call"), f"{fmt_ns(ns)} CPU"]]
+    s = browse.summary
+    steps = plural(s.iterations, s.iteration_unit)
+    return [
+        [plural(rows, "CPU work row"), plural(calls, "call"), f"{fmt_ns(ns)} CPU self time of {fmt_ns(s.window_ns)}",
+         steps],
+        [plural(rows, "row"), plural(calls, "call"), f"{fmt_ns(ns)} CPU of {fmt_ns(s.window_ns)}", steps],
+        [plural(rows, "row"), plural(calls, "call"), f"{fmt_ns(ns)} CPU", steps],
+    ]
 
 
 def health_line(health, width: int = 200) -> Text:
@@ -101,6 +121,38 @@ def query_counts(found, total_launches: int, scope: str, width: int = 200) -> Te
     short = f"{plural(rows, noun)} · {found.matches:,}/{total_launches:,} · {fmt_ns(found.match_ns)}"
     room = width - len(text.plain)
     text.append(long + share if len(long + share) <= room else long if len(long) <= room else short)
+    return text
+
+
+def cpu_counts(found, scope: str, width: int = 200) -> Text:
+    """The filter bar's right side on a CPU capture: the scope (bold, first), then the rows and calls the search
+    keeps and their CPU self time (its share of the scope's with a search). Never a GPU figure."""
+    text = Text(no_wrap=True, overflow="ellipsis", justify="right")
+    if scope != "whole trace":
+        text.append(" in " + printable(scope if len(scope) <= width // 2 else scope.split(" (", 1)[0]) + " ",
+                    style="bold reverse")
+        text.append("· ")
+    rows, total_rows = len(found.rows), len(found.table)
+    share = f" ({fmt_share(found.self_ns / found.scope_ns)})" if found.query.pattern and found.scope_ns else ""
+    calls = len(found.events)
+    long = f"{rows:,}/{plural(total_rows, 'row')} · {found.calls:,}/{plural(calls, 'call')} · {fmt_ns(found.self_ns)} CPU"
+    short = f"{rows:,}/{total_rows:,} · {found.calls:,}/{calls:,} · {fmt_ns(found.self_ns)} CPU"
+    room = width - len(text.plain)
+    text.append(long + share if len(long + share) <= room else long if len(long) <= room else short)
+    return text
+
+
+def cpu_range_line(found, start: int, end: int) -> Text:
+    """A CPU capture's range line: the span, the calls that start in it and their CPU self time, the top rows."""
+    text = Text(no_wrap=True, overflow="ellipsis")
+    text.append(f"range {fmt_ns(start)}–{fmt_ns(end)} ({fmt_ns(end - start)})", style="bold")
+    text.append(f" · {plural(len(found.events), 'call')} start in it · {fmt_ns(found.scope_ns)} CPU self time\n")
+    top = found.table.head(3)
+    if len(top):
+        text.append("top ", style="bold")
+        text.append(" · ".join(f"{printable(str(r.key))} {fmt_ns(r.total_ns)} ×{r.count:,}" for r in top.itertuples()))
+    else:
+        text.append("no CPU work starts in the range", style="dim")
     return text
 
 

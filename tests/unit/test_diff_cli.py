@@ -160,7 +160,7 @@ def test_json_of_the_example_pair():
     assert doc["a"]["span_note"] == "unknown: every profiled call held the profiler's start-up"
     assert doc["b"]["compile"] == {"regions": ["0/0"], "frames": 1, "recompiles": 0, "recompiles_in_profile": 0,
                                    "graph_breaks": 0, "graph_breaks_source": "at least", "graph_break_at": [],
-                                   "graph_replays_per_step": 0.0, "kernels_per_replay": 0.0,
+                                   "graph_breaks_in_trace": 0, "graph_replays_per_step": 0.0, "kernels_per_replay": 0.0,
                                    "launch_calls_per_step": 1.0}
     assert doc["phases"] == [{"phase": "forward", "a_launches": 2.0, "b_launches": 1.0, "a_ns": 4256.0, "b_ns": 2528.0,
                               "a_outside_launches": None, "a_outside_ns": None, "b_outside_launches": 0.0,

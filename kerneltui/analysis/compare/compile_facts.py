@@ -9,17 +9,24 @@
   none, which means every compile happened before the profile.
 * **region_calls_per_step** - top-level region invocations per step/call (mean).
 * **graph_breaks** - Dynamo's own count where the capture recorded one
-  (``graph_breaks_source`` "dynamo"). Otherwise a lower bound read off the trace
-  (``graph_breaks_source`` "at least"), the most in any step of:
-  - compiled graphs called (``## Call CompiledFxGraph``) inside one outermost
-    region beyond the first: torch 2.13 runs the code after a break (Dynamo's resume
-    function, another frame) inside the region that broke, so regions nest. A region
-    that calls no graph (an empty wrapper) is no break;
-  - consecutive outermost regions on one thread with eager work between them (older
-    torch: one region per graph), i.e. a GPU launch outside any compiled code, or a
-    top-level cpu_op other than Dynamo's own (``TorchDynamo Cache Lookup``), in the gap.
-    Two regions back to back with nothing between them are two compiled calls, not a
-    break we can see.
+  (``graph_breaks_source`` "dynamo"). Otherwise read off the trace (``graph_breaks_source``
+  "at least"); ``graph_breaks_in_trace`` holds that reading in both cases. A frame compile
+  (``f/c``) breaks at most once (the rest of the function becomes a resume function, a frame
+  of its own), so Dynamo's count is the number of frame compiles that broke. One broke when,
+  in a profiled step:
+  - a region runs inside it (torch 2.13 nests them): the code after a break (the resume
+    function) and any frame the unsupported call enters (``opt.step`` after a break at it)
+    run inside the region that broke, and compiled code calls no other Python;
+  - it calls more than one compiled graph itself, outside the regions nested in it (a
+    ``loss.backward()`` it ran eagerly calls the backward graph);
+  - (older torch, one region per graph) the next outermost region on its thread, in the
+    same step, follows eager work: a GPU launch outside any compiled code, or a top-level
+    cpu_op other than Dynamo's own (``TorchDynamo Cache Lookup``). Two regions back to
+    back with nothing between them are two compiled calls, not a break we can see.
+  Distinct ``f/c`` are counted, as Dynamo counts a break once per compile however often
+  the frame runs. Breaks the trace cannot show: a frame compile not run in the profiled
+  steps, a break whose resume function Dynamo skipped (nothing left to compile) and whose
+  call entered no compiled frame, a frame Dynamo skipped whole (a break in a loop).
 * **graph_break_at** - where the breaks are, when the trace has Python frames: the
   resume functions Dynamo made (``torch_dynamo_resume_in_forward_at_8``) name the
   function and line that broke ("gb.py:8 in forward").
@@ -58,7 +65,7 @@ class CompileFacts:
     regions: tuple[str, ...]  # distinct "f/c", sorted by frame then compile
     frames: int
     recompiles: int
-    graph_breaks: int  # most in any one step
+    graph_breaks: int  # Dynamo's count where recorded, else the frame compiles the trace shows breaking
     graph_replays_per_step: float
     kernels_per_replay: float
     launch_calls_per_step: float
@@ -66,6 +73,7 @@ class CompileFacts:
     recompiles_in_profile: int = 0
     graph_breaks_source: str = "at least"  # "dynamo": the capture's own count; "at least": read off the trace
     graph_break_at: tuple[str, ...] = ()  # "gb.py:8 in forward", where the trace has Python frames
+    graph_breaks_in_trace: int = 0  # read off the trace, whatever the capture recorded
 
     @property
     def compiled(self) -> bool:
@@ -79,12 +87,13 @@ def compile_facts(trace: Trace) -> CompileFacts:
     ops = np.flatnonzero(ev["kind"].to_numpy() == Kind.CPU_OP)
     names = trace.names_of(ev["name"].to_numpy()[ops])
     ids: dict[tuple[int, int], None] = {}
-    region_rows = []
+    region_rows, region_ids = [], []
     for row, name in zip(ops.tolist(), names):
         m = REGION.match(name)
         if m:
             ids[(int(m.group(1)), int(m.group(2)))] = None
             region_rows.append(row)
+            region_ids.append((int(m.group(1)), int(m.group(2))))
     regions = tuple(f"{f}/{c}" for f, c in sorted(ids))
     highest: dict[int, int] = {}
     for f, c in ids:
@@ -100,7 +109,10 @@ def compile_facts(trace: Trace) -> CompileFacts:
     per_replay = np.bincount(np.unique(launch[graph], return_inverse=True)[1]) if graph.any() else np.zeros(0)
     launches = np.unique(launch[(launch >= 0) & in_step])
     compile_starts, _ = compile_spans(trace)
-    breaks = max(_graph_breaks(trace, top_regions, calls_at), _nested_graph_breaks(trace, top_regions, calls_at))
+    rows = np.asarray(region_rows, np.int64)
+    by_row = dict(zip(region_rows, region_ids))
+    broken = _nested_breaks(trace, rows, region_ids) | _flat_breaks(trace, top_regions, calls_at, by_row)
+    breaks = len(broken)
     recorded = (trace.meta.capture or {}).get("graph_breaks")
     dynamo = isinstance(recorded, int) and not isinstance(recorded, bool) and recorded >= 0
     return CompileFacts(
@@ -115,6 +127,7 @@ def compile_facts(trace: Trace) -> CompileFacts:
         recompiles_in_profile=int((its.assign(compile_starts) >= 0).sum()),
         graph_breaks_source="dynamo" if dynamo else "at least",
         graph_break_at=_break_locations(trace),
+        graph_breaks_in_trace=breaks,
     )
 
 
@@ -129,29 +142,43 @@ def _is_compile(name: str) -> bool:
     return name.startswith(COMPILE_INNER)
 
 
-def _nested_graph_breaks(trace: Trace, regions: np.ndarray, calls_at: np.ndarray) -> int:
-    """Most breaks in one step: compiled graphs called inside an outermost region beyond its first."""
-    calls = named_rows(trace, Kind.ANNOTATION, lambda n: n.startswith(GRAPH_CALL))
-    if not len(regions) or not len(calls):
-        return 0
+def _nested_breaks(trace: Trace, rows: np.ndarray, ids: list[tuple[int, int]]) -> set[tuple[int, int]]:
+    """The frame compiles seen to break in a profiled step: a region runs inside one of their regions,
+    or one of their regions calls more than one compiled graph outside its nested regions."""
+    if not len(rows):
+        return set()
     ev = trace.events
-    per_step = np.zeros(max(int(calls_at.max()) + 1, 1), np.int64)
-    c_lane, c_ts = ev["lane"].to_numpy()[calls], ev["ts"].to_numpy()[calls]
-    r_lane, r_ts = ev["lane"].to_numpy()[regions], ev["ts"].to_numpy()[regions]
-    r_end = r_ts + ev["dur"].to_numpy()[regions]
-    for lane in np.unique(r_lane).tolist():
-        mine = np.flatnonzero((r_lane == lane) & (calls_at >= 0))
-        times = np.sort(c_ts[c_lane == lane])
-        held = np.searchsorted(times, r_end[mine], "right") - np.searchsorted(times, r_ts[mine], "left")
-        np.add.at(per_step, calls_at[mine], np.maximum(held - 1, 0))
-    return int(per_step.max())
+    calls = named_rows(trace, Kind.ANNOTATION, lambda n: n.startswith(GRAPH_CALL))
+    every = np.concatenate([rows, calls])
+    is_region = np.arange(len(every)) < len(rows)
+    ts = ev["ts"].to_numpy()[every]
+    ends = ts + ev["dur"].to_numpy()[every]
+    lanes = ev["lane"].to_numpy()[every]
+    in_step = trace.iterations.assign(ts) >= 0
+    broken: set[tuple[int, int]] = set()
+    direct = np.zeros(len(rows), np.int64)  # graph calls each region row makes itself, in a step
+    for lane in np.unique(lanes[is_region]).tolist():
+        mine = np.flatnonzero(lanes == lane)
+        stack: list[int] = []  # open regions and graph calls, innermost last
+        for i in mine[np.lexsort((-ends[mine], ts[mine]))].tolist():
+            while stack and ts[i] >= ends[stack[-1]]:
+                stack.pop()
+            parent = stack[-1] if stack else -1
+            if parent >= 0 and is_region[parent] and in_step[i]:
+                if is_region[i]:
+                    broken.add(ids[parent])
+                else:
+                    direct[parent] += 1
+            stack.append(i)
+    broken.update(ids[r] for r in np.flatnonzero(direct > 1).tolist())
+    return broken
 
 
 def _break_locations(trace: Trace) -> tuple[str, ...]:
     """'gb.py:8 in forward' for each resume function Dynamo made that ran inside a step."""
     rows = named_rows(trace, Kind.PYTHON, lambda n: RESUME.match(n) is not None)
     if not len(rows):
-        return ()
+        return _break_locations_in_records(trace)
     inside = trace.iterations.assign(trace.events["ts"].to_numpy()[rows]) >= 0
     names = trace.names_of(trace.events["name"].to_numpy()[rows[inside]])
     out = {}
@@ -159,6 +186,24 @@ def _break_locations(trace: Trace) -> tuple[str, ...]:
         m = RESUME.match(name)
         out[f"{m['file'].rsplit('/', 1)[-1]}:{m['at']} in {m['fn']}"] = None
     return tuple(out)
+
+
+_RESUME_FUNCTION = re.compile(r"^(?:torch_dynamo_resume_in_)+(?P<fn>\w+?)_at_(?P<at>\d+)$")
+
+
+def _break_locations_in_records(trace: Trace) -> tuple[str, ...]:
+    """Without Python frames, the compiled kernels' provenance records name the resume functions
+    their code ran in (a kernel after a break is compiled from one): the same 'gb.py:8 in forward'."""
+    from kerneltui.analysis.provenance.join import of_trace
+
+    provenance = of_trace(trace)
+    out = {}
+    for record in provenance.kernels if provenance else ():
+        for source in record.source_lines:
+            m = _RESUME_FUNCTION.match(source.function)
+            if m:
+                out[f"{source.file.rsplit('/', 1)[-1]}:{m['at']} in {m['fn']}"] = None
+    return tuple(sorted(out))
 
 
 def _top_level(trace: Trace, rows: np.ndarray) -> np.ndarray:
@@ -179,10 +224,12 @@ def _top_level(trace: Trace, rows: np.ndarray) -> np.ndarray:
     return top[np.argsort(ev["ts"].to_numpy()[top], kind="stable")]
 
 
-def _graph_breaks(trace: Trace, regions: np.ndarray, calls_at: np.ndarray) -> int:
-    """Most breaks in one step: gaps between consecutive region calls (same thread, same step) holding eager work."""
+def _flat_breaks(trace: Trace, regions: np.ndarray, calls_at: np.ndarray,
+                 ids: dict[int, tuple[int, int]]) -> set[tuple[int, int]]:
+    """The frame compiles of outermost regions followed, on their thread and in their step, by eager work
+    and then the next region (older torch: one region per graph)."""
     if len(regions) < 2:
-        return 0
+        return set()
     ev = trace.events
     lanes = ev["lane"].to_numpy()[regions]
     starts = ev["ts"].to_numpy()[regions]
@@ -197,12 +244,12 @@ def _graph_breaks(trace: Trace, regions: np.ndarray, calls_at: np.ndarray) -> in
     top = top[~own]
     work_lane = np.concatenate([g_lane[eager], ev["lane"].to_numpy()[top]])
     work_t = np.concatenate([g_t[eager], ev["ts"].to_numpy()[top]])
-    per_step = np.zeros(max(int(calls_at.max()) + 1, 1), np.int64)
+    broken: set[tuple[int, int]] = set()
     for lane in np.unique(lanes).tolist():
         mine = np.flatnonzero(lanes == lane)  # regions are in time order
         prev, nxt = mine[:-1], mine[1:]
         pair = (calls_at[prev] == calls_at[nxt]) & (calls_at[nxt] >= 0)
         times = np.sort(work_t[work_lane == lane])
         held = np.searchsorted(times, starts[nxt], "right") - np.searchsorted(times, ends[prev], "left")
-        np.add.at(per_step, calls_at[nxt][pair & (held > 0)], 1)
-    return int(per_step.max())
+        broken.update(ids[int(r)] for r in regions[prev[pair & (held > 0)]].tolist())
+    return broken

@@ -22,7 +22,9 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import pandas as pd
 
+from kerneltui.analysis.compare.capture_notes import capture_notes, cpu_capture_note, recompiles_profiled
 from kerneltui.analysis.compare.compile_facts import CompileFacts, compile_facts
+from kerneltui.analysis.compare.cpu_fusion import CpuFusion, cpu_fusions
 from kerneltui.analysis.compare.matches import WORKING_COLUMNS, matched_kernels
 from kerneltui.analysis.compare.module_diff import ModuleDiff, module_diff
 from kerneltui.analysis.compare.phases import PhaseRow, gpu_phases, phase_breakdown
@@ -96,6 +98,9 @@ class TraceDiff:
     pairs: int = 0  # steps/calls aligned kernel by kernel
     events: dict = field(default_factory=dict, repr=False, compare=False)  # "a"/"b" -> row_kernels.SideEvents
     modules: ModuleDiff | None = None  # forward and backward per module, A → B (module_diff.py)
+    capture_notes: tuple[str, ...] = ()  # --allow-recompile, a compiled "eager" run, a CPU capture (capture_notes.py)
+    cpu_fusions: tuple[CpuFusion, ...] = ()  # two CPU captures: what fused into what (cpu_fusion.py)
+    cpu_fusions_direction: str = "A → B"  # eager side → compiled side ("B → A" when A is the compiled one)
 
     @property
     def gpu_change(self) -> float:
@@ -119,6 +124,10 @@ class TraceDiff:
             "attribution": self.attribution,
             "steps_aligned": self.pairs,
             "facts": list(self.facts),
+            "capture_notes": list(self.capture_notes),
+            "cpu_fusions_direction": self.cpu_fusions_direction,
+            "cpu_fusions": [asdict(f) | {"eager_ns": None if f.eager_ns != f.eager_ns else f.eager_ns}
+                            for f in self.cpu_fusions],
             "notes": list(self.notes),
             "matches": matches.to_dict("records"),
             **({"modules": self.modules.to_dict()} if self.modules is not None else {}),
@@ -174,11 +183,27 @@ def diff_traces(a: Trace, b: Trace, provenance: Provenance | None = None) -> Tra
         notes.append(f"the provenance file names none of A's or B's kernels ({plural(len(provenance.kernels), 'record')}"
                      f"{example}){hint}: not used")
     events = {"a": SideEvents.of(a, ta, records_a), "b": SideEvents.of(b, tb, records_b)}
+    fusions, direction = cpu_fusions(a, b), "A → B"
+    if not fusions:
+        fusions, direction = cpu_fusions(b, a), "B → A"
     return TraceDiff(
-        side_a, side_b, comparable, ratios, verdict(time_a, time_b, comparable), tuple(phase_breakdown(a, b)),
-        matches, _attribution(matches), tuple(notes), tuple(_facts(side_a, side_b, matches)), pairs, events,
-        module_diff(a, b),
+        side_a, side_b, comparable, ratios, _no_verdict_on_recompiles(verdict(time_a, time_b, comparable), a, b),
+        tuple(phase_breakdown(a, b)), matches, _attribution(matches), tuple(notes),
+        tuple(_facts(side_a, side_b, matches)), pairs, events, module_diff(a, b),
+        tuple(capture_notes(a, "A") + capture_notes(b, "B") + cpu_capture_note(a, b)), fusions, direction,
     )
+
+
+def _no_verdict_on_recompiles(v: Verdict, a: Trace, b: Trace) -> Verdict:
+    """A side written with --allow-recompile whose profiled calls recompiled times its compiles: no speed verdict."""
+    sides = [label for label, t in (("A", a), ("B", b)) if recompiles_profiled(t)]
+    if not sides or v.kind == "not comparable":
+        return v
+    who = " and ".join(sides)
+    return Verdict("recompiled", f"no speed verdict: {who} recompiled inside {'its' if len(sides) == 1 else 'their'} "
+                   "profiled calls (written with --allow-recompile), so its time per call holds compiling. "
+                   f"As measured, compiles included: {v.text}", None, None,
+                   short=f"no speed verdict: {who} recompiled inside the profiled calls (--allow-recompile)")
 
 
 def _abstain_on_damage(comparable: Comparability, a: Health, b: Health) -> Comparability:
@@ -270,6 +295,7 @@ def _compile_dict(f: CompileFacts) -> dict:
         "graph_breaks": f.graph_breaks,
         "graph_breaks_source": f.graph_breaks_source,
         "graph_break_at": list(f.graph_break_at),
+        "graph_breaks_in_trace": f.graph_breaks_in_trace,
         "graph_replays_per_step": f.graph_replays_per_step,
         "kernels_per_replay": f.kernels_per_replay,
         "launch_calls_per_step": f.launch_calls_per_step,
@@ -367,7 +393,10 @@ def _recompiles(c: dict, unit: str) -> str:
 def _breaks(c: dict) -> str:
     """'0 graph breaks', 'at least 1 graph break (gb.py:8 in forward)', '2 graph breaks (Dynamo's count)'."""
     n = c.get("graph_breaks", 0)
-    where = ", ".join(c.get("graph_break_at") or [])
+    places = c.get("graph_break_at") or []
+    where = ", ".join(places)
+    if 0 < len(places) < n:  # the others left no resume function in the trace or its records
+        where = f"{'one' if len(places) == 1 else len(places)} of them at {where}"
     if c.get("graph_breaks_source") == "dynamo":
         text = f"{plural(n, 'graph break')} (Dynamo's count)"
     else:

@@ -110,6 +110,7 @@ class WorkloadSignature:
     library_counts: dict[str, float]  # class -> calls per step
     device: str
     unit: str = "step"
+    shapes_asked: bool = False  # the capture says it profiled with record_shapes (kerneltui's block)
 
     @property
     def library_kernels(self) -> dict[str, float]:  # the old name of library_counts
@@ -190,6 +191,7 @@ def workload_signature(trace: Trace) -> WorkloadSignature:
         library_counts=classes,
         device=trace.meta.device_name,
         unit=its.unit,
+        shapes_asked=(trace.meta.capture or {}).get("record_shapes") is True,
     )
 
 
@@ -224,8 +226,13 @@ def compare_signatures(sa: WorkloadSignature, sb: WorkloadSignature) -> Comparab
         ok = True
     else:
         ok = None
-        missing = " and ".join(side for side, s in (("A", sa), ("B", sb)) if not s.shapes_recorded)
-        notes.insert(0, f"cannot tell: no input shapes recorded in {missing} (profile with record_shapes=True)")
+        sides = [(side, s) for side, s in (("A", sa), ("B", sb)) if not s.shapes_recorded]
+        missing = " and ".join(side for side, _ in sides)
+        if all(s.shapes_asked for _, s in sides):  # record_shapes was on: compiled code calls few ATen ops
+            notes.insert(0, f"cannot tell: no input shapes in {missing}, though profiled with record_shapes: "
+                            "no op of its steps took a tensor")
+        else:
+            notes.insert(0, f"cannot tell: no input shapes recorded in {missing} (profile with record_shapes=True)")
     return Comparability(ok, tuple(differences + notes), evidence)
 
 

@@ -28,6 +28,12 @@ def headline_text(d: TraceDiff) -> Text:
     return text
 
 
+def capture_text(d: TraceDiff) -> Text:
+    """What the captures say of the figures, in one line under the headline: --allow-recompile with a
+    recompile profiled, a compiled "eager" run, a CPU capture (analysis/compare/capture_notes.py)."""
+    return Text(printable("; ".join(d.capture_notes)), style="bold", no_wrap=True, overflow="ellipsis")
+
+
 def verdict_text(d: TraceDiff, width: int | None = None, lines: int = 2) -> Text:
     """The verdict; where ``lines`` lines of ``width`` cannot hold it, its one-line form and where the rest is."""
     room = None if width is None else width * lines
@@ -40,7 +46,7 @@ def verdict_text(d: TraceDiff, width: int | None = None, lines: int = 2) -> Text
                 if len(d.comparable.reasons) > 1 else reasons
         text.append(reasons, style="bold")
         return text
-    style = {"undecided": "bold", "slower": "bold", "not comparable": "bold"}.get(d.verdict.kind, "")
+    style = {"undecided": "bold", "slower": "bold", "not comparable": "bold", "recompiled": "bold"}.get(d.verdict.kind, "")
     whole = printable(d.verdict.text)
     if width is None or len(textwrap.wrap(whole, width)) <= lines:
         return Text(whole, style=style)

@@ -141,7 +141,14 @@ class VerdictPanel(_Panel):
             verdict.append("NOT COMPARABLE: ", style="bold reverse")
             verdict.append(printable("; ".join(d.comparable.reasons)) + "\n")
         verdict.append(printable(d.verdict.text) + "\n\n", style="bold")
+        for note in d.capture_notes:
+            verdict.append(printable(note) + "\n", style="bold")
         verdict.append(printable("; ".join(d.facts)))
+        if d.cpu_fusions:  # two CPU captures: what fused into what (analysis/compare/cpu_fusion.py)
+            verdict.append(f"\n\nfused on the CPU, {d.cpu_fusions_direction} (CPU self time per {d.b.unit}):",
+                           style="bold")
+            for f in d.cpu_fusions:
+                verdict.append("\n  " + printable(f.line(d.b.unit)))
         figures = Table.grid(padding=(0, 2))
         for _ in range(4):
             figures.add_column(no_wrap=True)

@@ -20,7 +20,7 @@ from kerneltui.trace.filters import name_pattern
 from kerneltui.diff_report import nbytes, num, side_rate
 from kerneltui.terminal_text import printable
 from kerneltui.tui.screens.health import HealthScreen
-from kerneltui.tui.diff.header import headline_text, notes_text, sides_table, verdict_text
+from kerneltui.tui.diff.header import capture_text, headline_text, notes_text, sides_table, verdict_text
 from kerneltui.tui.diff.model import DiffView
 from kerneltui.tui.diff.panels import ModulesPanel, RowPanel, VerdictPanel
 from kerneltui.tui.diff.table import MatchTable
@@ -76,6 +76,7 @@ class DiffScreen(Screen):
     def compose(self) -> ComposeResult:
         d = self.view.diff
         yield Static(headline_text(d), id="diff-headline")
+        yield Static(capture_text(d), id="diff-capture", classes="" if d.capture_notes else "-none")
         yield Static(verdict_text(d), id="diff-verdict", classes="-" + d.verdict.kind.replace(" ", "-"))
         yield Static(notes_text(d), id="diff-notes", classes="" if d.notes else "-none")
         yield Static(sides_table(d, full=False), id="diff-sides")

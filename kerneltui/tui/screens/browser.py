@@ -19,6 +19,7 @@ from textual.widgets import ContentSwitcher, Input, Static
 from kerneltui.errors import UserError
 from kerneltui.terminal_text import printable
 from kerneltui.tui import status
+from kerneltui.tui.cpu_details import cpu_work_details
 from kerneltui.tui.details import Details, event_details, launch_details
 from kerneltui.tui.history import History, Place
 from kerneltui.tui.lanes import filter_lanes, op_row
@@ -31,17 +32,21 @@ from kerneltui.tui.model import (
     names_matching,
 )
 from kerneltui.tui.query import (
+    CPU_NAME_HEADER,
+    CPU_SIDE_HEADER,
     Answer,
     Caches,
+    CpuAnswer,
     Query,
     Scope,
     answer,
+    cpu_answer,
     name_header,
     side_header,
 )
 from kerneltui.tui.screens.browser_keys import BrowserKeys
 from kerneltui.tui.widgets.details import DetailsPane
-from kerneltui.tui.widgets.kernel_table import KernelTable
+from kerneltui.tui.widgets.kernel_table import CPU_CAPTURE, NO_CPU_MATCH, KernelTable
 from kerneltui.tui.widgets.keys_bar import KeysBar
 from kerneltui.tui.widgets.launch_list import LaunchList
 from kerneltui.tui.widgets.table import VirtualTable
@@ -55,6 +60,7 @@ class BrowserScreen(BrowserKeys):
         self.browse: Browse | None = None
         self.query_state = Query()
         self.answer: Answer | None = None
+        self.cpu_answer: CpuAnswer | None = None  # a CPU capture: its kernel table lists CPU work (kernels.cpu)
         self.keep: np.ndarray | None = None  # per launch: kept by the search and the kind toggles
         self.in_scope: np.ndarray | None = None  # ...and inside the scope
         self.selected: int | None = None  # a launch, or a CPU op of the icicle (ids below -1: lanes.op_row)
@@ -81,12 +87,15 @@ class BrowserScreen(BrowserKeys):
         yield Static(id="header")
         yield Static(id="health")
         with Horizontal(id="filterbar"):
-            yield Input(placeholder="/ search kernels, ops, modules, source lines, steps", id="filter",
-                        select_on_focus=False)
+            yield Input(placeholder="/ search kernels, ops, modules, source lines, steps" if self.kernels.cpu is None
+                        else "/ search CPU work: names, ops, source lines", id="filter", select_on_focus=False)
             yield Static(id="counts")
         with Horizontal(id="main"):
             with ContentSwitcher(initial="kernels", id="tables"):
-                yield KernelTable(id="kernels")
+                table = KernelTable(id="kernels")
+                if self.kernels.cpu is not None:  # its rows are CPU work (kernels.cpu)
+                    table.no_work_text, table.no_match_text = CPU_CAPTURE, NO_CPU_MATCH
+                yield table
                 yield LaunchList(id="launches")
             yield DetailsPane(id="details")
         yield Timeline(id="timeline", waiting="drawing the timeline…")
@@ -175,6 +184,8 @@ class BrowserScreen(BrowserKeys):
         k, q = self.kernels, self.query_state
         counts = self.query_one("#counts", Static)
         try:
+            if k.cpu is not None:
+                return self._apply_cpu_query(cpu_answer(k, q), counts)
             if self.browse is None:  # stage 1: kernel names only, the kernel table alone
                 key_ok = k.key_matches(q.pattern)
                 self.keep = k.launch_mask(key_ok, q.shown)
@@ -216,6 +227,25 @@ class BrowserScreen(BrowserKeys):
             self._marked_key = None
         room = max(int(self.size.width * 0.6) - 2, 40)  # #counts' max-width (60%) less its padding
         counts.update(status.query_counts(found, len(k.key_codes), q.scope.label(k.trace, k.origin), room))
+        self._after_query()
+        return True
+
+    def _apply_cpu_query(self, found: CpuAnswer, counts: Static) -> bool:
+        """A CPU capture: the kernel table lists its CPU work in scope, the rows the search keeps; no launch."""
+        counts.styles.max_width = "60%"
+        self.cpu_answer, self.answer, self.keep, self.in_scope = found, None, None, None
+        table = self.query_one(KernelTable)
+        table.set_headers(CPU_NAME_HEADER, CPU_SIDE_HEADER)
+        table.set_stats(found.table, found.rows, has_work=len(self.kernels.cpu.table) > 0)
+        q = self.query_state
+        # the launch list (v) holds no launch here, only the CPU events its toggles (O, A...) show
+        self._pending_events = (None, q.shown, names_matching(self.kernels.trace, q.pattern) if q.shown - DEFAULT_SHOWN
+                                else None)
+        if self._view() == "launches":
+            self._refresh_launch_list()
+        room = max(int(self.size.width * 0.6) - 2, 40)  # #counts' max-width (60%) less its padding
+        counts.update(status.cpu_counts(found, self.query_state.scope.label(self.kernels.trace, self.kernels.origin),
+                                        room))
         self._after_query()
         return True
 
@@ -273,7 +303,8 @@ class BrowserScreen(BrowserKeys):
 
     def _nothing(self) -> Details:
         if self.pattern:
-            return Details("no launch matches the search", (("search", self.pattern),))
+            what = "CPU work" if self.cpu_answer is not None else "launch"
+            return Details(f"no {what} matches the search", (("search", self.pattern),))
         return Details("nothing selected", ())
 
     def _group_codes(self) -> np.ndarray:
@@ -297,6 +328,9 @@ class BrowserScreen(BrowserKeys):
     def _row_highlighted(self, key: str | None) -> None:
         if key is None:
             self.select_launch(None, source=None)
+            return
+        if self.cpu_answer is not None:  # a CPU work row: no launch to select, its details
+            self.query_one(DetailsPane).show(cpu_work_details(self.kernels, self.cpu_answer, key))
             return
         if self.selected is not None and self.selected >= 0 and self._row_key(self.selected) == key:
             return

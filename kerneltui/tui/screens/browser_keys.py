@@ -179,6 +179,8 @@ class BrowserKeys(Screen):
             self._refresh_launch_list()
         if self.selected is not None:
             self.select_launch(self.selected, source=None)
+        elif self.kernels.cpu is not None:  # a CPU capture's rows are no launches: the current row's details
+            self._select_from_table()
         if had_focus:
             self.set_focus(self._current_table())
         self.fit_layout()
@@ -206,6 +208,10 @@ class BrowserKeys(Screen):
 
     def action_cycle_grouping(self) -> None:
         if self._defer("cycle_grouping"):
+            return
+        if self.kernels.cpu is not None:
+            self.notify("a CPU capture's table lists its CPU work by self time: grouping is for GPU launches",
+                        timeout=3)
             return
         choices = available_groupings(self.kernels.trace, self.browse.context)
         current = self.query_state.grouping
@@ -319,6 +325,8 @@ class BrowserKeys(Screen):
         self.notify(printable(f"copied: {text}"[:200]), timeout=3, markup=False)
 
     def _selected_name(self) -> str:
+        if self.kernels.cpu is not None and self.selected is None and self._view() == "kernels":
+            return self.query_one(KernelTable).current_key() or ""  # a CPU work row
         if self.selected is None:
             return ""
         if self.selected < -1:
@@ -419,7 +427,11 @@ class BrowserKeys(Screen):
     def _show_range(self) -> None:
         line = self.query_one("#range")
         scope = self.query_state.scope
-        if scope.is_range and self.browse is not None:
+        if scope.is_range and self.cpu_answer is not None:  # a CPU capture: the range's CPU work, no GPU figure
+            line.update(status.cpu_range_line(self.cpu_answer, scope.start - self.kernels.origin,
+                                              scope.end - self.kernels.origin))
+            line.display = True
+        elif scope.is_range and self.browse is not None:
             from kerneltui.analysis.explore.ranges import range_totals
 
             totals = range_totals(self.kernels.trace, scope.start, scope.end, self.keep, self.browse.traffic)

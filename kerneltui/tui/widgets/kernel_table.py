@@ -56,10 +56,16 @@ SHOWN_TEXT = ("short", "full_name", "op")  # text fields from the trace that the
 
 NO_MATCH = "no kernel matches the filter"
 NO_GPU_WORK = "no GPU work in this trace: was CUDA profiled?"
+# a CPU capture lists its CPU work (analysis/cpu_work) instead: empty, it has neither a compiled C++ kernel
+# nor an ATen op among its CPU ops
+CPU_CAPTURE = "CPU capture with no compiled C++ kernel nor ATen op: its CPU ops are in the timeline (O)"
+NO_CPU_MATCH = "no CPU work matches the search"
 
 
 class KernelTable(VirtualTable):
     empty_text = NO_MATCH
+    no_match_text = NO_MATCH  # NO_CPU_MATCH on a CPU capture
+    no_work_text = NO_GPU_WORK  # the browser sets CPU_CAPTURE for a CPU capture (its rows: CPU work)
     full_names: reactive[bool] = reactive(False)
 
     def __init__(self, columns: Sequence[Column] = KERNEL_COLUMNS,
@@ -92,7 +98,7 @@ class KernelTable(VirtualTable):
         self._rows = np.arange(len(stats)) if rows is None else np.asarray(rows, np.int64)
         self._natural, self._cuts = {}, {}
         # an empty table means "filtered out" only when there was something to filter
-        self.empty_text = NO_MATCH if (len(stats) if has_work is None else has_work) else NO_GPU_WORK
+        self.empty_text = self.no_match_text if (len(stats) if has_work is None else has_work) else self.no_work_text
         self._apply_sort()
         self._restore(key)
 
