@@ -29,6 +29,8 @@ BROWSER = [
     # a torch 1.8 trace whose first 733 GPU events have no launch call: the health line, then its report
     ("browser-torch18-damaged-80x24.svg", OLD, (80, 24), []),
     ("browser-torch18-health-120x40.svg", OLD, (120, 40), ["H"]),
+    # a CPU capture (no GPU): its compiled C++ kernel by CPU self time, with what it computes and where
+    ("browser-cpu-add_relu-80x24.svg", "tests/data/cpu/add_relu_n1000000_compiled.json.gz", (80, 24), []),
 ]
 DIFF = [
     ("diff-add_relu_1M-80x24.svg", "traces/add_relu_1M_eager.json.gz", "traces/add_relu_1M_compiled.json.gz", (80, 24)),
