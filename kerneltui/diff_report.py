@@ -100,6 +100,28 @@ def headline_rows(d: TraceDiff) -> list[tuple[str, str, str, str]]:
 PROFILED = "profiled"  # the ratio column of CPU figures: the profiler inflates them, so no ratio
 
 
+def memory_rows(d: TraceDiff) -> list[tuple[str, str, str, str]]:
+    """(fact, A, B, B/A) rows of peak memory and allocation counts per CUDA device; none unless both sides
+    have [memory] events (analysis/compare/memory_diff.py)."""
+    rows = []
+    for m in d.memory.devices if d.memory is not None else ():
+        def r(b, a):
+            return ratio(b / a if a else math.nan)
+
+        rows += [
+            (f"cuda:{m.device} peak alloc.", nbytes(m.a_peak_allocated_bytes), nbytes(m.b_peak_allocated_bytes),
+             r(m.b_peak_allocated_bytes, m.a_peak_allocated_bytes)),
+            (f"cuda:{m.device} peak reserved", nbytes(m.a_peak_reserved_bytes), nbytes(m.b_peak_reserved_bytes),
+             r(m.b_peak_reserved_bytes, m.a_peak_reserved_bytes)),
+            (f"cuda:{m.device} allocations", num(m.a_allocations), num(m.b_allocations),
+             r(m.b_allocations, m.a_allocations)),
+        ]
+        if m.a_allocations_per_step is not None and m.b_allocations_per_step is not None:
+            rows.append((f"cuda:{m.device} allocs/step", num(m.a_allocations_per_step, 1),
+                         num(m.b_allocations_per_step, 1), r(m.b_allocations_per_step, m.a_allocations_per_step)))
+    return rows
+
+
 def health_cell(s: SideFacts) -> str:
     """'healthy', or 'DAMAGED' (what is damaged: a line of its own under the figures, health_lines)."""
     if not s.health:
@@ -221,6 +243,10 @@ def as_table(d: TraceDiff, top: int | None = None) -> str:
                 lines += _wrap(f"B {p.phase}: {num(p.b_outside_launches)} launches ({fmt_ns(p.b_outside_ns)})"
                                " ran outside any compiled region")
         lines.append("")
+    if memory_rows(d):
+        lines.append(f"{'memory, A → B':<22}{'A':<22}{'B':<22}{'B/A':>8}")
+        lines += [f"{fact:<22}{a:<22}{b:<22}{r:>8}".rstrip() for fact, a, b, r in memory_rows(d)]
+        lines.append("")
     lines.append(f"{'kernels, A → B':<64}{'match':>16}")
     matches = d.matches if top is None else d.matches.head(top)
     names = [printable(n) for n in matches["name"]]
@@ -280,6 +306,9 @@ def as_markdown(d: TraceDiff, top: int | None = None) -> str:
         lines += ["", f"| phase | A launches | B launches | A GPU/{unit} | B GPU/{unit} |", "|---|---:|---:|---:|---:|"]
         lines += [f"| {p.phase} | {num(p.a_launches)} | {num(p.b_launches)} | {fmt_ns(p.a_ns)} | {fmt_ns(p.b_ns)} |"
                   for p in d.phases]
+    if memory_rows(d):
+        lines += ["", "| memory | A | B | B/A |", "|---|---|---|---|"]
+        lines += [f"| {fact} | {a} | {b} | {r} |" for fact, a, b, r in memory_rows(d)]
     lines += [
         "",
         f"| kernel | match | launches/{unit} | GPU µs/{unit} | Δ µs | bytes/{unit} | achieved | reason |",

@@ -20,6 +20,8 @@ import pandas as pd
 
 from kerneltui.analysis.cpu_work import cpu_work, is_cpu_capture
 from kerneltui.analysis.health import Health, trace_health
+from kerneltui.analysis.memory import memory_dict, memory_table
+from kerneltui.analysis.overview import overview
 from kerneltui.terminal_text import json_safe, printable, printable_lines
 from kerneltui.trace.model import Trace
 from kerneltui.trace.schema import KIND_LABEL, Kind
@@ -242,9 +244,11 @@ def as_json(trace: Trace, s: TraceSummary, kernels: pd.DataFrame, launches: pd.D
         "health": trace_health(trace).to_dict(),
         "kernels": labelled(kernels).to_dict("records"),
         "cpu_capture": is_cpu_capture(trace),
+        "overview": overview(trace).to_dict(),  # analysis/overview.py, docs/overview.md
     }
     if doc["cpu_capture"]:  # the kernel table of a CPU capture: CPU self time, never GPU time
         doc["cpu_work"] = labelled(cpu_work(trace) if work is None else work).to_dict("records")
+    doc["memory"] = memory_dict(memory_table(trace))  # devices empty without [memory] events (docs/memory.md)
     if launches is not None:
         doc["launches"] = launches.to_dict("records")
     return json_safe(orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY).decode()) + "\n"

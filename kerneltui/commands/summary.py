@@ -39,6 +39,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--health", action="store_true",
                         help="print only the health report (what the trace cannot be trusted for, docs/health.md);"
                              f" exit {NOT_HEALTHY} when something that changes a figure was found")
+    parser.add_argument("--overview", action="store_true",
+                        help="each step's span split into kernel, memcpy, memset, communication, DataLoader, CPU-only"
+                             " and other time, with GPU utilization, SM efficiency, occupancy, Tensor Core use and a"
+                             " step-time chart (docs/overview.md)")
+    parser.add_argument("--memory", action="store_true",
+                        help="where the GPU memory goes: allocated and reserved peaks per device and per step, the ops"
+                             " holding the most at the peak, allocations never freed (needs [memory] events:"
+                             " kerneltui capture --profile-memory; docs/memory.md)")
     parser.add_argument("--no-cache", action="store_true", help="read the trace afresh: neither use nor write the column cache")
 
 
@@ -61,6 +69,12 @@ def run(args: argparse.Namespace) -> int:
                         "--by do not apply")
     if is_job(args.trace):
         return run_job(args)
+    if getattr(args, "overview", False):
+        args.trace = args.trace[0]
+        return run_overview(args)
+    if getattr(args, "memory", False):
+        args.trace = args.trace[0]
+        return run_memory(args)
     if args.scheduler or (args.format == "markdown" and args.by != "module"):
         raise UserError(f"--{'format markdown' if args.format == 'markdown' else 'scheduler'} is for a job: "
                         "a directory of rank traces, or several rank files (or for --by module)")
@@ -95,6 +109,71 @@ def run_health(args: argparse.Namespace) -> int:
     if trace.meta.incomplete:
         return 2
     return 0 if health.ok else NOT_HEALTHY
+
+
+def run_overview(args: argparse.Namespace) -> int:
+    """Only the overview (analysis/overview.py); JSON: the whole summary document, which holds it."""
+    import shutil
+
+    from kerneltui import overview_report
+    from kerneltui.analysis.overview import overview
+    from kerneltui.errors import UserError
+    from kerneltui.terminal_text import csv_for, printable
+    from kerneltui.trace import load_trace
+
+    if (args.health or getattr(args, "memory", False) or args.top or args.filter or args.launches or args.full_names
+            or args.by != "kernel"):
+        raise UserError("--overview prints the step split: --health, --memory, --top, --filter, --launches,"
+                        " --full-names and --by do not apply")
+    if args.format == "json":
+        return run_trace(args)
+    trace = load_trace(args.trace, cache=False if args.no_cache else None)
+    o = overview(trace)
+    path = trace.meta.path
+    if args.format == "csv":
+        text = csv_for(overview_report.as_csv(o), sys.stdout.isatty())
+    elif args.format == "markdown":
+        text = overview_report.as_markdown(path, o)
+    else:
+        text = overview_report.as_table(path, o, max(80, shutil.get_terminal_size((80, 24)).columns))
+    sys.stdout.write(text)
+    sys.stdout.flush()
+    for warning in trace.meta.warnings:
+        print(printable(f"kerneltui: {path}: {warning}"), file=sys.stderr)
+    return 2 if trace.meta.incomplete else 0
+
+
+def run_memory(args: argparse.Namespace) -> int:
+    """Only the memory report (analysis/memory.py); JSON: the whole summary document, which holds it."""
+    import shutil
+
+    from kerneltui import memory_report
+    from kerneltui.analysis.memory import memory_table
+    from kerneltui.errors import UserError
+    from kerneltui.terminal_text import csv_for, printable
+    from kerneltui.trace import load_trace
+
+    if (args.health or getattr(args, "overview", False) or args.top or args.filter or args.launches or args.full_names
+            or args.by != "kernel"):
+        raise UserError("--memory prints the memory report: --health, --overview, --top, --filter, --launches,"
+                        " --full-names and --by do not apply")
+    if args.format == "json":
+        return run_trace(args)
+    trace = load_trace(args.trace, cache=False if args.no_cache else None)
+    table = memory_table(trace)
+    path = trace.meta.path
+    if args.format == "csv":
+        text = csv_for(memory_report.as_csv(table), sys.stdout.isatty())
+    elif args.format == "markdown":
+        text = memory_report.as_markdown(path, table)
+    else:
+        width = max(80, shutil.get_terminal_size((80, 24)).columns)
+        text = memory_report.as_table(path, table, trace.window[0], width)
+    sys.stdout.write(text)
+    sys.stdout.flush()
+    for warning in trace.meta.warnings:
+        print(printable(f"kerneltui: {path}: {warning}"), file=sys.stderr)
+    return 2 if trace.meta.incomplete else 0
 
 
 def run_modules(args: argparse.Namespace) -> int:

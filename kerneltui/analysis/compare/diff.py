@@ -26,6 +26,7 @@ from kerneltui.analysis.compare.capture_notes import capture_notes, cpu_capture_
 from kerneltui.analysis.compare.compile_facts import CompileFacts, compile_facts
 from kerneltui.analysis.compare.cpu_fusion import CpuFusion, cpu_fusions
 from kerneltui.analysis.compare.matches import WORKING_COLUMNS, matched_kernels
+from kerneltui.analysis.compare.memory_diff import MemoryDiff, memory_diff
 from kerneltui.analysis.compare.module_diff import ModuleDiff, module_diff
 from kerneltui.analysis.compare.phases import PhaseRow, gpu_phases, phase_breakdown
 from kerneltui.analysis.compare.row_kernels import SideEvents
@@ -37,6 +38,7 @@ from kerneltui.analysis.compare.workload import (
     workload_signature,
 )
 from kerneltui.analysis.health import Health, trace_health
+from kerneltui.analysis.memory import memory_table
 from kerneltui.analysis.provenance.join import gpu_records, matching_side, of_trace
 from kerneltui.analysis.provenance.records import Provenance
 from kerneltui.analysis.traffic import Traffic, compute_traffic
@@ -101,6 +103,7 @@ class TraceDiff:
     capture_notes: tuple[str, ...] = ()  # --allow-recompile, a compiled "eager" run, a CPU capture (capture_notes.py)
     cpu_fusions: tuple[CpuFusion, ...] = ()  # two CPU captures: what fused into what (cpu_fusion.py)
     cpu_fusions_direction: str = "A → B"  # eager side → compiled side ("B → A" when A is the compiled one)
+    memory: MemoryDiff | None = None  # peak memory and allocation counts A → B, both sides with [memory] events
 
     @property
     def gpu_change(self) -> float:
@@ -131,6 +134,7 @@ class TraceDiff:
             "notes": list(self.notes),
             "matches": matches.to_dict("records"),
             **({"modules": self.modules.to_dict()} if self.modules is not None else {}),
+            "memory": self.memory.to_dict() if self.memory is not None else None,
         }
 
 
@@ -182,6 +186,9 @@ def diff_traces(a: Trace, b: Trace, provenance: Provenance | None = None) -> Tra
         hint = ": C++ kernels, a CPU compile's record (capture it where the traces were profiled)" if cpu else ""
         notes.append(f"the provenance file names none of A's or B's kernels ({plural(len(provenance.kernels), 'record')}"
                      f"{example}){hint}: not used")
+    memory, memory_note = memory_diff(memory_table(a), memory_table(b))
+    if memory_note:
+        notes.append(memory_note)
     events = {"a": SideEvents.of(a, ta, records_a), "b": SideEvents.of(b, tb, records_b)}
     fusions, direction = cpu_fusions(a, b), "A → B"
     if not fusions:
@@ -190,7 +197,7 @@ def diff_traces(a: Trace, b: Trace, provenance: Provenance | None = None) -> Tra
         side_a, side_b, comparable, ratios, _no_verdict_on_recompiles(verdict(time_a, time_b, comparable), a, b),
         tuple(phase_breakdown(a, b)), matches, _attribution(matches), tuple(notes),
         tuple(_facts(side_a, side_b, matches)), pairs, events, module_diff(a, b),
-        tuple(capture_notes(a, "A") + capture_notes(b, "B") + cpu_capture_note(a, b)), fusions, direction,
+        tuple(capture_notes(a, "A") + capture_notes(b, "B") + cpu_capture_note(a, b)), fusions, direction, memory,
     )
 
 

@@ -1,0 +1,310 @@
+"""Where the memory goes: the CUDA caching allocator's ``[memory]`` events, per device.
+
+A trace captured with ``profile_memory=True`` holds one ``[memory]`` instant event per
+allocation (``Bytes`` > 0) and free (``Bytes`` < 0), each with the allocator's totals after
+it (``Total Allocated``, ``Total Reserved``), the device (``Device Type`` 1 = CUDA,
+``Device Id``) and the block's ``Addr``. The loader keeps only ``Bytes`` of these
+(trace/decode.py), so ``memory_events`` reads the other fields from the file itself, for
+the ``[memory]`` events alone, and lines them up with the loaded rows (same count, same
+times, same ``Bytes``), which give each event its thread.
+
+``memory_table`` is the table every view reads (docs/memory.md): per CUDA device, in
+``Device Id`` order, allocated and reserved over time, the peaks, the peak per
+``ProfilerStep`` (events with ts inside the step's CPU annotation, ends included), the ops
+that hold the most bytes live at the peak, allocations never freed within the trace, and
+counts. None when the trace has no ``[memory]`` events.
+"""
+
+from __future__ import annotations
+
+import gzip
+import math
+import re
+from dataclasses import dataclass
+
+import msgspec
+import numpy as np
+import pandas as pd
+
+from kerneltui.trace.decode import us_to_ns
+from kerneltui.trace.frames import innermost_frames, sources
+from kerneltui.trace.intervals import Nesting
+from kerneltui.trace.schema import Kind
+
+MEMORY_NAME = "[memory]"
+CUDA = 1  # Device Type of a CUDA device's events (0 is the CPU)
+# one line within 80 columns; a script of one's own: torch.profiler.profile(profile_memory=True)
+CAPTURE_HINT = "no [memory] events: capture them with `kerneltui capture --profile-memory`"
+NO_OP = "(outside any op)"
+TOP_OPS = 10
+
+
+_Args = msgspec.defstruct(  # the field names as Kineto spells them
+    "_Args",
+    [("total_allocated", int, -1), ("total_reserved", int, -1), ("bytes", int, 0), ("device_type", int, -1),
+     ("device_id", int, -1), ("addr", int, -1)],
+    rename={"total_allocated": "Total Allocated", "total_reserved": "Total Reserved", "bytes": "Bytes",
+            "device_type": "Device Type", "device_id": "Device Id", "addr": "Addr"},
+    gc=False,
+)
+
+
+class _Event(msgspec.Struct, gc=False):
+    ph: str = ""
+    cat: str = ""
+    ts: float | str | None = None  # one without a number for ts is dropped, as the loader drops it
+    args: _Args | None = None
+
+
+_EVENTS = msgspec.json.Decoder(list[_Event], strict=False)
+# One [memory] event: Kineto writes name before args, and args holds no nested object.
+_MEMORY_EVENT = re.compile(rb'\{[^{}]*"name"\s*:\s*"\[memory\]"[^{}]*"args"\s*:\s*\{[^{}]*\}[^{}]*\}')
+
+
+@dataclass(frozen=True)
+class MemoryEvents:
+    """Every ``[memory]`` event of a trace in time order (ns), one array per field."""
+
+    row: np.ndarray  # the event's row in trace.events
+    lane: np.ndarray
+    ts: np.ndarray
+    bytes: np.ndarray
+    allocated: np.ndarray  # Total Allocated after the event
+    reserved: np.ndarray
+    device_type: np.ndarray
+    device_id: np.ndarray
+    addr: np.ndarray
+
+
+@dataclass(frozen=True)
+class OpMemory:
+    op: str
+    bytes: int  # bytes this op allocated that are live at the peak
+    allocations: int
+    module: str  # the nn.Module path of the largest of them, "" where unknown
+    source: str  # the user source line of the largest of them, "" where unknown
+
+
+@dataclass(frozen=True)
+class DeviceMemory:
+    device: int
+    ts: np.ndarray  # ns, every event of the device, time order: the curve
+    allocated: np.ndarray
+    reserved: np.ndarray
+    peak_allocated_bytes: int
+    peak_allocated_ts: int
+    peak_reserved_bytes: int
+    per_step: tuple[tuple[int, int], ...]  # (ProfilerStep N, peak allocated), steps with events only
+    top_ops: tuple[OpMemory, ...]  # by bytes live at the peak, most first
+    live_at_peak_bytes: int  # allocated within the trace and live at the peak (the rest predates the trace)
+    allocations: int
+    frees: int
+    never_freed: int  # allocated within the trace, not freed before it ends
+    never_freed_bytes: int
+    never_freed_ops: tuple[OpMemory, ...]
+    allocations_per_step: float = float("nan")  # allocations within ProfilerSteps / steps; NaN without steps
+
+
+@dataclass(frozen=True)
+class MemoryTable:
+    events: int  # [memory] events of every device type
+    devices: tuple[DeviceMemory, ...]
+    note: str = ""  # why there are no figures although there are events ("" when there are)
+
+
+class MemoryUnreadable(ValueError):
+    """The file's [memory] events do not line up with the loaded ones (a damaged or unusual file)."""
+
+
+def _read_file(path: str) -> bytes:
+    with open(path, "rb") as f:
+        data = f.read()
+    return gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data
+
+
+def _file_events(path: str, expected: int) -> list[_Event]:
+    """The ``[memory]`` events of the file at ``path`` that the loader keeps as such (instant, category
+    ``cpu_instant_event``, a number for ts): found by pattern and decoded in one call; where the pattern
+    finds another number than ``expected`` (another writer's layout), from the whole file."""
+    text = _read_file(path)
+    found = _kept(_EVENTS.decode(b"[" + b",".join(_MEMORY_EVENT.findall(text)) + b"]"))
+    if len(found) != expected:
+        import orjson
+
+        doc = orjson.loads(text)
+        events = doc.get("traceEvents", []) if isinstance(doc, dict) else doc
+        found = _kept(_EVENTS.decode(orjson.dumps([e for e in events if isinstance(e, dict)
+                                                   and e.get("name") == MEMORY_NAME])))
+    return found
+
+
+def _kept(events: list[_Event]) -> list[_Event]:
+    return [e for e in events if e.ph in ("i", "I") and e.cat.lower() == "cpu_instant_event"
+            and isinstance(e.ts, float) and math.isfinite(e.ts)]
+
+
+def memory_events(trace) -> MemoryEvents | None:
+    """The trace's ``[memory]`` events with all their fields, or None when it has none."""
+    ev = trace.events
+    kinds = ev["kind"].to_numpy()
+    rows = np.flatnonzero(kinds == Kind.MEMORY)
+    if len(rows):
+        names = trace.names_of(ev["name"].to_numpy()[rows])
+        rows = rows[names == MEMORY_NAME]
+    if not len(rows):
+        return None
+    rows = rows[np.argsort(ev["ts"].to_numpy()[rows], kind="stable")]
+    ts = ev["ts"].to_numpy()[rows]
+    delta = ev["bytes"].to_numpy()[rows]
+    parsed = _file_events(trace.meta.path, len(rows))
+    args = [e.args or _Args() for e in parsed]
+    file_ts = us_to_ns(np.fromiter((e.ts for e in parsed), np.float64, len(parsed)))
+    fields = {name: np.fromiter(map(lambda a, n=name: getattr(a, n), args), np.int64, len(args))
+              for name in ("bytes", "total_allocated", "total_reserved", "device_type", "device_id", "addr")}
+    order = np.argsort(file_ts, kind="stable")
+    # the same events: times within 1 ns (the loader may parse ts exactly, this reader through a double)
+    if len(order) != len(rows) or not (np.abs(file_ts[order] - ts).max() <= 1
+                                       and np.array_equal(fields["bytes"][order], delta)):
+        raise MemoryUnreadable(f"{len(rows):,} [memory] events loaded, {len(order):,} read with their totals, "
+                               "and they do not line up")
+    return MemoryEvents(row=rows, lane=ev["lane"].to_numpy()[rows], ts=ts, bytes=delta,
+                        allocated=fields["total_allocated"][order], reserved=fields["total_reserved"][order],
+                        device_type=fields["device_type"][order], device_id=fields["device_id"][order],
+                        addr=fields["addr"][order])
+
+
+def enclosing_ops(trace, lane: np.ndarray, ts: np.ndarray) -> np.ndarray:
+    """Row of the innermost cpu_op around each (lane, ts) on that thread, or -1."""
+    ev = trace.events
+    out = np.full(len(ts), -1, np.int64)
+    ops = np.flatnonzero(ev["kind"].to_numpy() == Kind.CPU_OP)
+    op_lanes = ev["lane"].to_numpy()[ops]
+    for one in np.unique(lane):
+        mine = ops[op_lanes == one]
+        if not len(mine):
+            continue
+        which = np.flatnonzero(lane == one)
+        start = ev["ts"].to_numpy()[mine]
+        found = Nesting(start, start + ev["dur"].to_numpy()[mine]).innermost(ts[which])
+        out[which] = np.where(found >= 0, mine[np.clip(found, 0, None)], -1)
+    return out
+
+
+def _frees(addr: np.ndarray, delta: np.ndarray) -> np.ndarray:
+    """For each event (time order): the index of the free that ends it if it is an allocation, else -1.
+
+    Per address in time order, an allocation's free is the address's next event when that is a free."""
+    order = np.lexsort((np.arange(len(addr)), addr))
+    a, d = addr[order], delta[order]
+    paired = np.zeros(len(addr), bool)
+    if len(addr) > 1:
+        paired[:-1] = (a[:-1] == a[1:]) & (d[:-1] > 0) & (d[1:] < 0)
+    out = np.full(len(addr), -1, np.int64)
+    nxt = np.append(order[1:], -1)
+    out[order[paired]] = nxt[paired]
+    return out
+
+
+def _by_op(names: np.ndarray, nbytes: np.ndarray, module: np.ndarray, source: np.ndarray, top: int) -> tuple:
+    """Bytes per op name, most first; module and source of each op's largest allocation."""
+    if not len(names):
+        return ()
+    frame = pd.DataFrame({"op": names, "bytes": nbytes, "module": module, "source": source})
+    largest = frame.sort_values("bytes", ascending=False, kind="stable").drop_duplicates("op")
+    per = frame.groupby("op", sort=False).agg(bytes=("bytes", "sum"), allocations=("bytes", "size"))
+    per = per.join(largest.set_index("op")[["module", "source"]])
+    per = per.reset_index().sort_values(["bytes", "op"], ascending=[False, True], kind="stable").head(top)
+    return tuple(OpMemory(str(r.op), int(r.bytes), int(r.allocations), str(r.module), str(r.source))
+                 for r in per.itertuples())
+
+
+def _per_step(trace, ts: np.ndarray, allocated: np.ndarray) -> tuple[tuple[int, int], ...]:
+    """Peak allocated within each ProfilerStep's CPU annotation, ends included (steps without events left out)."""
+    its = trace.iterations
+    if its.source != "ProfilerStep" or not len(ts):
+        return ()
+    lo = np.searchsorted(ts, its.starts, side="left")
+    hi = np.searchsorted(ts, its.ends, side="right")
+    has = hi > lo
+    # each step's own [lo, hi): reduceat over the interleaved bounds, every other slice
+    bounds = np.column_stack((lo[has], hi[has])).reshape(-1)
+    peaks = np.maximum.reduceat(np.append(allocated, 0), bounds)[::2] if has.any() else np.empty(0, np.int64)
+    return tuple((int(n), int(p)) for n, p in zip(its.step_numbers_[has], peaks))
+
+
+def _allocations_per_step(trace, ts: np.ndarray, allocs: np.ndarray) -> float:
+    """Allocations with ts inside a ProfilerStep (ends included), per step; NaN without steps."""
+    its = trace.iterations
+    if its.source != "ProfilerStep" or not its.count:
+        return float("nan")
+    t = ts[allocs]
+    inside = np.searchsorted(t, its.ends, side="right") - np.searchsorted(t, its.starts, side="left")
+    return float(inside.sum() / its.count)
+
+
+def memory_table(trace, top: int = TOP_OPS) -> MemoryTable | None:
+    """The memory table of ``trace`` (docs/memory.md), or None without ``[memory]`` events."""
+    try:
+        m = memory_events(trace)
+    except (msgspec.DecodeError, ValueError, OverflowError) as exc:  # MemoryUnreadable, orjson.JSONDecodeError: ValueErrors
+        events = int((trace.names_of(trace.events["name"].to_numpy()[trace.events["kind"].to_numpy() == Kind.MEMORY])
+                      == MEMORY_NAME).sum())
+        return MemoryTable(events, (), f"the [memory] events could not be read in full: {exc}")
+    if m is None:
+        return None
+    cuda = np.flatnonzero(m.device_type == CUDA)
+    op_rows = enclosing_ops(trace, m.lane[cuda], m.ts[cuda])
+    op_of = np.full(len(m.ts), -1, np.int64)
+    op_of[cuda] = op_rows
+    names = np.where(op_of >= 0, trace.names_of(trace.events["name"].to_numpy()[np.clip(op_of, 0, None)]), NO_OP)
+    where = sources(trace, innermost_frames(trace, m.lane[cuda], m.ts[cuda]))
+    module = np.full(len(m.ts), "", object)
+    source = np.full(len(m.ts), "", object)
+    module[cuda] = where["module"].to_numpy()
+    source[cuda] = where["source"].to_numpy()
+    devices = []
+    for device in np.unique(m.device_id[cuda]):
+        idx = cuda[m.device_id[cuda] == device]
+        ts, alloc, reserved, delta = m.ts[idx], m.allocated[idx], m.reserved[idx], m.bytes[idx]
+        peak = int(np.argmax(alloc))
+        free = _frees(m.addr[idx], delta)
+        allocs = delta > 0
+        position = np.arange(len(idx))
+        live = allocs & (position <= peak) & ((free < 0) | (free > peak))
+        never = allocs & (free < 0)
+        devices.append(DeviceMemory(
+            device=int(device), ts=ts, allocated=alloc, reserved=reserved,
+            peak_allocated_bytes=int(alloc[peak]), peak_allocated_ts=int(ts[peak]),
+            peak_reserved_bytes=int(reserved.max()), per_step=_per_step(trace, ts, alloc),
+            top_ops=_by_op(names[idx][live], delta[live], module[idx][live], source[idx][live], top),
+            live_at_peak_bytes=int(delta[live].sum()), allocations=int(allocs.sum()), frees=int((delta < 0).sum()),
+            never_freed=int(never.sum()), never_freed_bytes=int(delta[never].sum()),
+            never_freed_ops=_by_op(names[idx][never], delta[never], module[idx][never], source[idx][never], top),
+            allocations_per_step=_allocations_per_step(trace, ts, allocs),
+        ))
+    return MemoryTable(events=len(m.ts), devices=tuple(devices))
+
+
+def memory_dict(table: MemoryTable | None) -> dict:
+    """The JSON form (``memory`` in ``summary --format json``): devices empty without [memory] events."""
+    if table is None:
+        return {"devices": [], "note": CAPTURE_HINT}
+    return {"events": table.events, **({"note": table.note} if table.note else {}), "devices": [{
+        "device": d.device,
+        "peak_allocated_bytes": d.peak_allocated_bytes,
+        "peak_allocated_ts_ns": d.peak_allocated_ts,
+        "peak_reserved_bytes": d.peak_reserved_bytes,
+        "per_step": [{"step": s, "peak_allocated_bytes": p} for s, p in d.per_step],
+        "top_ops": [_op_dict(o) for o in d.top_ops],
+        "live_at_peak_bytes": d.live_at_peak_bytes,
+        "allocations": d.allocations,
+        "frees": d.frees,
+        "never_freed": d.never_freed,
+        "never_freed_bytes": d.never_freed_bytes,
+        "never_freed_ops": [_op_dict(o) for o in d.never_freed_ops],
+        "allocations_per_step": None if d.allocations_per_step != d.allocations_per_step else d.allocations_per_step,
+    } for d in table.devices]}
+
+
+def _op_dict(o: OpMemory) -> dict:
+    return {"op": o.op, "bytes": o.bytes, "allocations": o.allocations, "module": o.module, "source": o.source}
