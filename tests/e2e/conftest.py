@@ -21,7 +21,9 @@ def kerneltui_command() -> str:
 
 
 class Terminal:
-    """A tmux session running one shell command; the shell prints EXIT=<status> when it ends."""
+    """A tmux session running one shell command; the shell prints EXIT=<status> when it ends. Each on a
+    server of its own (``-L``): on the shared default server, one test's last session closing makes the
+    server exit while the next test's new-session connects to it ("server exited unexpectedly")."""
 
     def __init__(self, command: str, width: int = 80, height: int = 24, env: str = ""):
         self.name = f"kerneltui-e2e-{uuid.uuid4().hex[:8]}"
@@ -30,12 +32,14 @@ class Terminal:
         # LINES=24 into the C environment, and an inherited pair would pin Textual to 80x24.
         shell = (f"unset COLUMNS LINES; cd {shlex.quote(str(ROOT))} && {cache} {env} PYTHONPATH={shlex.quote(str(ROOT))} {command};"
                  " echo EXIT=$?; sleep 60")
-        subprocess.run(["tmux", "new-session", "-d", "-s", self.name, "-x", str(width), "-y", str(height), shell],
-                       check=True)
+        self.tmux("new-session", "-d", "-s", self.name, "-x", str(width), "-y", str(height), shell, check=True)
+
+    def tmux(self, *args: str, check: bool = False) -> subprocess.CompletedProcess:
+        """A tmux command on this terminal's own server."""
+        return subprocess.run(["tmux", "-L", self.name, *args], capture_output=True, text=True, check=check)
 
     def screen(self) -> list[str]:
-        out = subprocess.run(["tmux", "capture-pane", "-p", "-t", self.name], capture_output=True, text=True)
-        return out.stdout.splitlines()
+        return self.tmux("capture-pane", "-p", "-t", self.name).stdout.splitlines()
 
     def wait_for(self, text: str, timeout: float = 30) -> list[str]:
         deadline = time.monotonic() + timeout
@@ -47,10 +51,10 @@ class Terminal:
         raise AssertionError(f"{text!r} never appeared:\n" + "\n".join(self.screen()))
 
     def keys(self, *keys: str) -> None:
-        subprocess.run(["tmux", "send-keys", "-t", self.name, *keys], check=True)
+        self.tmux("send-keys", "-t", self.name, *keys, check=True)
 
     def close(self) -> None:
-        subprocess.run(["tmux", "kill-session", "-t", self.name], capture_output=True)
+        self.tmux("kill-server")
 
 
 @pytest.fixture

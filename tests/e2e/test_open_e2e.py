@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shutil
-import subprocess
 import time
 
 import pytest
@@ -60,7 +59,7 @@ def test_open_of_a_missing_file_says_why_and_exits_2(terminal):
 def test_no_color_terminal_still_marks_the_cursor(terminal):
     t = terminal(f"{kerneltui_command()} {TRACE}", env="NO_COLOR=1")  # `kerneltui TRACE` is `open`
     plain = t.wait_for("t Timeline")
-    out = subprocess.run(["tmux", "capture-pane", "-p", "-e", "-t", t.name], capture_output=True, text=True).stdout
+    out = t.tmux("capture-pane", "-p", "-e", "-t", t.name).stdout
     at = next(i for i, line in enumerate(plain) if "UDAFunctor_add>[f32]" in line and "2.27" in line)
     cursor_line = out.splitlines()[at]
     assert "\x1b[7m" in cursor_line  # reverse video: visible without colour
@@ -74,9 +73,8 @@ GPT = "tests/data/traces/gpt_train_eager.json.gz"
 
 def test_search_by_op_n_group_by_module_range_and_copy_at_120x40(terminal):
     """What a user does over SSH: find the GEMMs aten::mm launched, walk them, group, measure a range, copy."""
-    subprocess.run(["tmux", "start-server"], check=False)
     t = terminal(f"{kerneltui_command()} open {GPT}", width=120, height=40)
-    subprocess.run(["tmux", "set-option", "-g", "set-clipboard", "on"], check=True)  # accept OSC 52 into a buffer
+    t.tmux("set-option", "-g", "set-clipboard", "on", check=True)  # accept OSC 52 into a buffer
     t.wait_for("t Timeline")
     t.keys("/", "aten::mm", "Enter")
     screen = t.wait_for("120/945 launches · 2.81ms GPU (23.8%)")
@@ -100,7 +98,7 @@ def test_search_by_op_n_group_by_module_range_and_copy_at_120x40(terminal):
     assert "GPU busy" in line and "kernel" in line
     t.keys("y")
     t.wait_for("copied:")
-    buffer = subprocess.run(["tmux", "show-buffer"], capture_output=True, text=True).stdout
+    buffer = t.tmux("show-buffer").stdout
     assert buffer.startswith("void ") or buffer.startswith("nvjet_") or "Memset" in buffer or "kernel" in buffer
     t.keys("q")
     assert "EXIT=0" in t.wait_for("EXIT=")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
 import time
 
 import pytest
@@ -39,8 +38,7 @@ def test_open_a_job_directory_rows_clock_rank_browser_and_back_at_80x24(terminal
     assert screen[-1] == " ? Help  ⏎ Open rank  c Clocks  i Notes  q Quit  ^p palette"
 
     # without colour the cursor is still there: reverse video on rank 0's row, and on its lane's label
-    coloured = subprocess.run(["tmux", "capture-pane", "-p", "-e", "-t", t.name], capture_output=True, text=True,
-                              check=True).stdout.splitlines()
+    coloured = t.tmux("capture-pane", "-p", "-e", "-t", t.name, check=True).stdout.splitlines()
     assert REVERSE.search(coloured[at + 1]) and not REVERSE.search(coloured[at + 2])
     assert REVERSE.search(next(line for line in coloured if "r0" in line and "│" in line))
     assert not REVERSE.search(next(line for line in coloured if "r1" in line and "│" in line))
