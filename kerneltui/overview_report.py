@@ -9,6 +9,7 @@ import csv
 import io
 import textwrap
 
+from kerneltui.analysis.advice import Finding
 from kerneltui.analysis.overview import PARTS, Overview
 from kerneltui.terminal_text import printable_lines
 from kerneltui.units import fmt_ns, fmt_share
@@ -16,6 +17,7 @@ from kerneltui.units import fmt_ns, fmt_share
 HEADS = {"kernel": "kernel", "memcpy": "memcpy", "memset": "memset", "comm": "comm", "dataloader": "loader",
          "cpu_only": "CPU-only", "other": "other"}
 CSV_FIELDS = ("step", "span_ns", *(f"{p}_ns" for p in PARTS), "outlier")
+NO_ADVICE = "no rule found evidence in this trace (rules and thresholds: docs/overview.md)"
 NO_STEPS = "no ProfilerStep#N annotations in this trace: no step to split (profile with a schedule and prof.step())"
 
 
@@ -35,10 +37,23 @@ def figure_lines(o: Overview) -> list[str]:
     ]
 
 
-def as_table(path: str, o: Overview, width: int = 80) -> str:
+def try_next_lines(findings: list[Finding], width: int = 80) -> list[str]:
+    """The "try next" section: per finding, what, evidence, action and how sure (analysis/advice.py)."""
+    lines = ["try next"]
+    if not findings:
+        return [*lines, NO_ADVICE]
+    for i, f in enumerate(findings, 1):
+        for text, indent in ((f"{i}. {f.finding} ({f.confidence} confidence, rule {f.rule})", ""),
+                             (f"evidence: {f.evidence}", "   "), (f"try: {f.action}", "   ")):
+            lines += textwrap.wrap(text, width, initial_indent=indent, subsequent_indent="     ", break_on_hyphens=False)
+    return lines
+
+
+def as_table(path: str, o: Overview, width: int = 80, findings: list[Finding] | None = None) -> str:
     lines = [path, "each step's span: kernel > memcpy > memset > comm > DataLoader > CPU-only > other"]
+    after = [] if findings is None else ["", *try_next_lines(findings, width)]
     if not len(o.steps):
-        return printable_lines([*lines, NO_STEPS])
+        return printable_lines([*lines, NO_STEPS, *after])
     lines.append(f"{'step':>6} {'span':>8} " + " ".join(f"{HEADS[p]:>8}" for p in PARTS))
     for r in o.steps.itertuples(index=False):
         lines.append(f"{r.step:>6} {fmt_ns(r.span_ns):>8} "
@@ -49,7 +64,7 @@ def as_table(path: str, o: Overview, width: int = 80) -> str:
     lines.append(f"{'share':>6} {'':>8} " + " ".join(f"{fmt_share(mean[p + '_ns'] / span if span else 0):>8}"
                                                      for p in PARTS))
     wrapped = [part for line in figure_lines(o) for part in textwrap.wrap(line, width, subsequent_indent=" " * 22)]
-    lines += ["", *wrapped, "", *step_chart(o, width)]
+    lines += ["", *wrapped, "", *step_chart(o, width), *after]
     return printable_lines(lines)
 
 
@@ -77,14 +92,24 @@ def as_csv(o: Overview) -> str:
     return out.getvalue()
 
 
-def as_markdown(path: str, o: Overview) -> str:
+def markdown_try_next(findings: list[Finding]) -> list[str]:
+    lines = ["", "## Try next", ""]
+    if not findings:
+        return [*lines, NO_ADVICE]
+    return [*lines, "| rule | finding | evidence | action | confidence |", "|---|---|---|---|---|",
+            *(f"| {f.rule} | {f.finding} | {f.evidence} | {f.action} | {f.confidence} |".replace("\n", " ")
+              for f in findings)]
+
+
+def as_markdown(path: str, o: Overview, findings: list[Finding] | None = None) -> str:
     lines = [f"# Overview: `{path}`", ""]
+    after = [] if findings is None else markdown_try_next(findings)
     if not len(o.steps):
-        return printable_lines([*lines, NO_STEPS])
+        return printable_lines([*lines, NO_STEPS, *after])
     lines.append("| step | span | " + " | ".join(HEADS[p] for p in PARTS) + " | outlier |")
     lines.append("|---:|---:|" + "---:|" * len(PARTS) + "---|")
     for r in o.steps.itertuples(index=False):
         lines.append(f"| {r.step} | {fmt_ns(r.span_ns)} | "
                      + " | ".join(fmt_ns(getattr(r, p + "_ns")) for p in PARTS) + f" | {'yes' if r.outlier else ''} |")
-    lines += ["", *(f"- {line}" for line in figure_lines(o))]
+    lines += ["", *(f"- {line}" for line in figure_lines(o)), *after]
     return printable_lines(lines)

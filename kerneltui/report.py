@@ -18,6 +18,7 @@ import textwrap
 import orjson
 import pandas as pd
 
+from kerneltui.analysis.advice import advice
 from kerneltui.analysis.cpu_work import cpu_work, is_cpu_capture
 from kerneltui.analysis.health import Health, trace_health
 from kerneltui.analysis.memory import memory_dict, memory_table
@@ -244,8 +245,10 @@ def as_json(trace: Trace, s: TraceSummary, kernels: pd.DataFrame, launches: pd.D
         "health": trace_health(trace).to_dict(),
         "kernels": labelled(kernels).to_dict("records"),
         "cpu_capture": is_cpu_capture(trace),
-        "overview": overview(trace).to_dict(),  # analysis/overview.py, docs/overview.md
     }
+    o = overview(trace)
+    doc["overview"] = o.to_dict()  # analysis/overview.py, docs/overview.md
+    doc["try_next"] = [f.to_dict() for f in advice(trace, o)]  # analysis/advice.py, docs/overview.md
     if doc["cpu_capture"]:  # the kernel table of a CPU capture: CPU self time, never GPU time
         doc["cpu_work"] = labelled(cpu_work(trace) if work is None else work).to_dict("records")
     doc["memory"] = memory_dict(memory_table(trace))  # devices empty without [memory] events (docs/memory.md)

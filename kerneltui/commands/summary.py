@@ -116,6 +116,7 @@ def run_overview(args: argparse.Namespace) -> int:
     import shutil
 
     from kerneltui import overview_report
+    from kerneltui.analysis.advice import advice
     from kerneltui.analysis.overview import overview
     from kerneltui.errors import UserError
     from kerneltui.terminal_text import csv_for, printable
@@ -133,9 +134,9 @@ def run_overview(args: argparse.Namespace) -> int:
     if args.format == "csv":
         text = csv_for(overview_report.as_csv(o), sys.stdout.isatty())
     elif args.format == "markdown":
-        text = overview_report.as_markdown(path, o)
+        text = overview_report.as_markdown(path, o, advice(trace, o))
     else:
-        text = overview_report.as_table(path, o, max(80, shutil.get_terminal_size((80, 24)).columns))
+        text = overview_report.as_table(path, o, max(80, shutil.get_terminal_size((80, 24)).columns), advice(trace, o))
     sys.stdout.write(text)
     sys.stdout.flush()
     for warning in trace.meta.warnings:
