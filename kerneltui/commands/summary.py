@@ -208,6 +208,9 @@ def run_job(args: argparse.Namespace) -> int:
 
     if args.top or args.filter or args.launches or args.full_names or args.by != "kernel":
         raise UserError("--top, --filter, --launches, --full-names and --by are for one trace, not a job")
+    for flag in ("overview", "memory"):  # per-trace views: a rank's file gives them
+        if getattr(args, flag, False):
+            raise UserError(f"--{flag} is for one trace, not a job: give one rank's file")
     job = summarize_job(args.trace, cache=False if args.no_cache else None, scheduler=args.scheduler)
     if args.health:
         return _job_health(job, args.format)

@@ -249,3 +249,12 @@ def test_memory_events_that_cannot_be_read_in_full_are_said_so(tmp_path, monkeyp
     lines = memory_report.as_table("made.json", table).splitlines()
     assert lines[1] == "memory: 6 [memory] events, 0 CUDA devices"
     assert " ".join(lines[2:]) == table.note and max(map(len, lines)) <= 80
+
+
+@pytest.mark.parametrize("flag", ["--memory", "--overview"])
+def test_a_per_trace_view_of_a_job_is_one_line_not_ignored(tmp_path, flag):
+    for rank in (0, 1):
+        (tmp_path / f"rank{rank}.json.gz").write_bytes(GPT.read_bytes())
+    result = kerneltui("summary", str(tmp_path), flag)
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr == f"kerneltui: {flag} is for one trace, not a job: give one rank's file\n"
