@@ -84,16 +84,36 @@ def run(args: argparse.Namespace) -> int:
     return run_modules(args) if args.by == "module" else run_trace(args)
 
 
+
+def _load(args: argparse.Namespace):
+    from kerneltui.trace import load_trace
+
+    return load_trace(args.trace, cache=False if args.no_cache else None)
+
+
+def _write(trace, text: str) -> None:
+    """A one-trace report on stdout, then the trace's warnings on stderr, a line each."""
+    from kerneltui.terminal_text import printable
+
+    sys.stdout.write(text)
+    sys.stdout.flush()
+    for warning in trace.meta.warnings:
+        print(printable(f"kerneltui: {trace.meta.path}: {warning}"), file=sys.stderr)
+
+
+def _width() -> int:
+    import shutil
+
+    return max(80, shutil.get_terminal_size((80, 24)).columns)
+
 def run_health(args: argparse.Namespace) -> int:
     """Only the health report; exit NOT_HEALTHY when it is not ok (2, as always, when the file is not whole)."""
-    import shutil
 
     from kerneltui import health_report
     from kerneltui.analysis.health import trace_health
-    from kerneltui.terminal_text import csv_for, printable
-    from kerneltui.trace import load_trace
+    from kerneltui.terminal_text import csv_for
 
-    trace = load_trace(args.trace, cache=False if args.no_cache else None)
+    trace = _load(args)
     health = trace_health(trace)
     path = trace.meta.path
     if args.format == "json":
@@ -101,11 +121,8 @@ def run_health(args: argparse.Namespace) -> int:
     elif args.format == "csv":
         text = csv_for(health_report.as_csv(path, health), sys.stdout.isatty())
     else:
-        text = health_report.as_text(path, health, max(80, shutil.get_terminal_size((80, 24)).columns))
-    sys.stdout.write(text)
-    sys.stdout.flush()
-    for warning in trace.meta.warnings:
-        print(printable(f"kerneltui: {path}: {warning}"), file=sys.stderr)
+        text = health_report.as_text(path, health, _width())
+    _write(trace, text)
     if trace.meta.incomplete:
         return 2
     return 0 if health.ok else NOT_HEALTHY
@@ -113,14 +130,12 @@ def run_health(args: argparse.Namespace) -> int:
 
 def run_overview(args: argparse.Namespace) -> int:
     """Only the overview (analysis/overview.py); JSON: the whole summary document, which holds it."""
-    import shutil
 
     from kerneltui import overview_report
     from kerneltui.analysis.advice import advice
     from kerneltui.analysis.overview import overview
     from kerneltui.errors import UserError
-    from kerneltui.terminal_text import csv_for, printable
-    from kerneltui.trace import load_trace
+    from kerneltui.terminal_text import csv_for
 
     if (args.health or getattr(args, "memory", False) or args.top or args.filter or args.launches or args.full_names
             or args.by != "kernel"):
@@ -128,7 +143,7 @@ def run_overview(args: argparse.Namespace) -> int:
                         " --full-names and --by do not apply")
     if args.format == "json":
         return run_trace(args)
-    trace = load_trace(args.trace, cache=False if args.no_cache else None)
+    trace = _load(args)
     o = overview(trace)
     path = trace.meta.path
     if args.format == "csv":
@@ -136,23 +151,18 @@ def run_overview(args: argparse.Namespace) -> int:
     elif args.format == "markdown":
         text = overview_report.as_markdown(path, o, advice(trace, o))
     else:
-        text = overview_report.as_table(path, o, max(80, shutil.get_terminal_size((80, 24)).columns), advice(trace, o))
-    sys.stdout.write(text)
-    sys.stdout.flush()
-    for warning in trace.meta.warnings:
-        print(printable(f"kerneltui: {path}: {warning}"), file=sys.stderr)
+        text = overview_report.as_table(path, o, _width(), advice(trace, o))
+    _write(trace, text)
     return 2 if trace.meta.incomplete else 0
 
 
 def run_memory(args: argparse.Namespace) -> int:
     """Only the memory report (analysis/memory.py); JSON: the whole summary document, which holds it."""
-    import shutil
 
     from kerneltui import memory_report
     from kerneltui.analysis.memory import memory_table
     from kerneltui.errors import UserError
-    from kerneltui.terminal_text import csv_for, printable
-    from kerneltui.trace import load_trace
+    from kerneltui.terminal_text import csv_for
 
     if (args.health or getattr(args, "overview", False) or args.top or args.filter or args.launches or args.full_names
             or args.by != "kernel"):
@@ -160,7 +170,7 @@ def run_memory(args: argparse.Namespace) -> int:
                         " --full-names and --by do not apply")
     if args.format == "json":
         return run_trace(args)
-    trace = load_trace(args.trace, cache=False if args.no_cache else None)
+    trace = _load(args)
     table = memory_table(trace)
     path = trace.meta.path
     if args.format == "csv":
@@ -168,12 +178,9 @@ def run_memory(args: argparse.Namespace) -> int:
     elif args.format == "markdown":
         text = memory_report.as_markdown(path, table)
     else:
-        width = max(80, shutil.get_terminal_size((80, 24)).columns)
+        width = _width()
         text = memory_report.as_table(path, table, trace.window[0], width)
-    sys.stdout.write(text)
-    sys.stdout.flush()
-    for warning in trace.meta.warnings:
-        print(printable(f"kerneltui: {path}: {warning}"), file=sys.stderr)
+    _write(trace, text)
     return 2 if trace.meta.incomplete else 0
 
 
@@ -181,22 +188,17 @@ def run_modules(args: argparse.Namespace) -> int:
     from kerneltui import module_report
     from kerneltui.analysis.modules import module_tree
     from kerneltui.errors import UserError
-    from kerneltui.terminal_text import printable
-    from kerneltui.trace import load_trace
 
     if args.filter or args.launches or args.full_names:
         raise UserError("--filter, --launches and --full-names are for --by kernel")
-    trace = load_trace(args.trace, cache=False if args.no_cache else None)
+    trace = _load(args)
     tree = module_tree(trace)
     path = trace.meta.path
     text = {"json": lambda: module_report.as_json(tree, path),
             "csv": lambda: module_report.as_csv(tree, for_terminal=sys.stdout.isatty()),
             "markdown": lambda: module_report.as_markdown(tree, path),
             "table": lambda: module_report.as_table(tree, path, top=args.top)}[args.format]()
-    sys.stdout.write(text)
-    sys.stdout.flush()
-    for warning in trace.meta.warnings:
-        print(printable(f"kerneltui: {trace.meta.path}: {warning}"), file=sys.stderr)
+    _write(trace, text)
     return 2 if trace.meta.incomplete else 0
 
 
@@ -259,12 +261,10 @@ def _job_health(job, fmt: str) -> int:
 
 def run_trace(args: argparse.Namespace) -> int:
     from kerneltui import report
-    from kerneltui.terminal_text import printable
-    from kerneltui.trace import load_trace
     from kerneltui.trace.filters import matching_rows
     from kerneltui.trace.summary import kernel_stats, summarize
 
-    trace = load_trace(args.trace, cache=False if args.no_cache else None)
+    trace = _load(args)
     work = cpu_rows(trace, args)
     s = summarize(trace)
     gpu = trace.gpu
@@ -285,10 +285,7 @@ def run_trace(args: argparse.Namespace) -> int:
         text = report.as_csv(kernels, launches, for_terminal=sys.stdout.isatty(), work=work)
     else:
         text = report.as_table(trace, s, kernels, launches, args.full_names, work)
-    sys.stdout.write(text)
-    sys.stdout.flush()
-    for warning in trace.meta.warnings:
-        print(printable(f"kerneltui: {trace.meta.path}: {warning}"), file=sys.stderr)
+    _write(trace, text)
     return 2 if trace.meta.incomplete else 0
 
 
