@@ -1733,6 +1733,11 @@ def raw_difference(left, right) -> str | None:
     for field_name in ("names", "lanes", "metadata", "shapes_blob", "flow_events", "top", "truncated", "end_damaged"):
         if not _same(getattr(a, field_name), getattr(b, field_name)):
             return f"{field_name}: {str(getattr(a, field_name))[:120]} vs {str(getattr(b, field_name))[:120]}"
+    if a.memory != b.memory:  # the [memory] events' side table
+        for name in a.memory.columns:
+            if a.memory[name].dtype != b.memory[name].dtype or not np.array_equal(a.memory[name], b.memory[name]):
+                return f"memory {name} ({len(a.memory[name])} rows vs {len(b.memory[name])} rows)"
+        return f"memory {a.memory} vs {b.memory}"
     if a.losses.events != b.losses.events or a.losses.fields != b.losses.fields:
         return f"losses {dict(a.losses.events)}/{dict(a.losses.fields)} vs {dict(b.losses.events)}/{dict(b.losses.fields)}"
     if meta_a != meta_b:

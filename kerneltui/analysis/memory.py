@@ -3,10 +3,11 @@
 A trace captured with ``profile_memory=True`` holds one ``[memory]`` instant event per
 allocation (``Bytes`` > 0) and free (``Bytes`` < 0), each with the allocator's totals after
 it (``Total Allocated``, ``Total Reserved``), the device (``Device Type`` 1 = CUDA,
-``Device Id``) and the block's ``Addr``. The loader keeps only ``Bytes`` of these
-(trace/decode.py), so ``memory_events`` reads the other fields from the file itself, for
-the ``[memory]`` events alone, and lines them up with the loaded rows (same count, same
-times, same ``Bytes``), which give each event its thread.
+``Device Id``) and the block's ``Addr``. The loader keeps ``Bytes`` in the event table
+(``bytes``) and the other fields in a side table of the allocator's events alone,
+``trace.memory`` (schema.MEMORY_COLUMNS: each event's row, -1 where a field is absent), read
+by both decoders and kept in the cache; ``memory_events`` joins the two by row, and the event
+table gives each event its thread and time.
 
 ``memory_table`` is the table every view reads (docs/memory.md): per CUDA device, in
 ``Device Id`` order, allocated and reserved over time, the peaks, the peak per
@@ -17,16 +18,11 @@ counts. None when the trace has no ``[memory]`` events.
 
 from __future__ import annotations
 
-import gzip
-import math
-import re
 from dataclasses import dataclass
 
-import msgspec
 import numpy as np
 import pandas as pd
 
-from kerneltui.trace.decode import us_to_ns
 from kerneltui.trace.frames import innermost_frames, sources
 from kerneltui.trace.intervals import Nesting
 from kerneltui.trace.schema import Kind
@@ -37,28 +33,6 @@ CUDA = 1  # Device Type of a CUDA device's events (0 is the CPU)
 CAPTURE_HINT = "no [memory] events: capture them with `kerneltui capture --profile-memory`"
 NO_OP = "(outside any op)"
 TOP_OPS = 10
-
-
-_Args = msgspec.defstruct(  # the field names as Kineto spells them
-    "_Args",
-    [("total_allocated", int, -1), ("total_reserved", int, -1), ("bytes", int, 0), ("device_type", int, -1),
-     ("device_id", int, -1), ("addr", int, -1)],
-    rename={"total_allocated": "Total Allocated", "total_reserved": "Total Reserved", "bytes": "Bytes",
-            "device_type": "Device Type", "device_id": "Device Id", "addr": "Addr"},
-    gc=False,
-)
-
-
-class _Event(msgspec.Struct, gc=False):
-    ph: str = ""
-    cat: str = ""
-    ts: float | str | None = None  # one without a number for ts is dropped, as the loader drops it
-    args: _Args | None = None
-
-
-_EVENTS = msgspec.json.Decoder(list[_Event], strict=False)
-# One [memory] event: Kineto writes name before args, and args holds no nested object.
-_MEMORY_EVENT = re.compile(rb'\{[^{}]*"name"\s*:\s*"\[memory\]"[^{}]*"args"\s*:\s*\{[^{}]*\}[^{}]*\}')
 
 
 @dataclass(frozen=True)
@@ -113,64 +87,32 @@ class MemoryTable:
 
 
 class MemoryUnreadable(ValueError):
-    """The file's [memory] events do not line up with the loaded ones (a damaged or unusual file)."""
-
-
-def _read_file(path: str) -> bytes:
-    with open(path, "rb") as f:
-        data = f.read()
-    return gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data
-
-
-def _file_events(path: str, expected: int) -> list[_Event]:
-    """The ``[memory]`` events of the file at ``path`` that the loader keeps as such (instant, category
-    ``cpu_instant_event``, a number for ts): found by pattern and decoded in one call; where the pattern
-    finds another number than ``expected`` (another writer's layout), from the whole file."""
-    text = _read_file(path)
-    found = _kept(_EVENTS.decode(b"[" + b",".join(_MEMORY_EVENT.findall(text)) + b"]"))
-    if len(found) != expected:
-        import orjson
-
-        doc = orjson.loads(text)
-        events = doc.get("traceEvents", []) if isinstance(doc, dict) else doc
-        found = _kept(_EVENTS.decode(orjson.dumps([e for e in events if isinstance(e, dict)
-                                                   and e.get("name") == MEMORY_NAME])))
-    return found
-
-
-def _kept(events: list[_Event]) -> list[_Event]:
-    return [e for e in events if e.ph in ("i", "I") and e.cat.lower() == "cpu_instant_event"
-            and isinstance(e.ts, float) and math.isfinite(e.ts)]
+    """The trace's side table of [memory] fields does not fit its event table (never so for a trace the
+    loader or the cache made)."""
 
 
 def memory_events(trace) -> MemoryEvents | None:
     """The trace's ``[memory]`` events with all their fields, or None when it has none."""
     ev = trace.events
-    kinds = ev["kind"].to_numpy()
-    rows = np.flatnonzero(kinds == Kind.MEMORY)
-    if len(rows):
-        names = trace.names_of(ev["name"].to_numpy()[rows])
-        rows = rows[names == MEMORY_NAME]
-    if not len(rows):
-        return None
-    rows = rows[np.argsort(ev["ts"].to_numpy()[rows], kind="stable")]
-    ts = ev["ts"].to_numpy()[rows]
-    delta = ev["bytes"].to_numpy()[rows]
-    parsed = _file_events(trace.meta.path, len(rows))
-    args = [e.args or _Args() for e in parsed]
-    file_ts = us_to_ns(np.fromiter((e.ts for e in parsed), np.float64, len(parsed)))
-    fields = {name: np.fromiter(map(lambda a, n=name: getattr(a, n), args), np.int64, len(args))
-              for name in ("bytes", "total_allocated", "total_reserved", "device_type", "device_id", "addr")}
-    order = np.argsort(file_ts, kind="stable")
-    # the same events: times within 1 ns (the loader may parse ts exactly, this reader through a double)
-    if len(order) != len(rows) or not (np.abs(file_ts[order] - ts).max() <= 1
-                                       and np.array_equal(fields["bytes"][order], delta)):
-        raise MemoryUnreadable(f"{len(rows):,} [memory] events loaded, {len(order):,} read with their totals, "
+    names = ev["name"].to_numpy()
+    side = trace.memory  # one entry per Kind.MEMORY row, in row order
+    rows = side["row"]
+    allocator = np.flatnonzero(ev["kind"].to_numpy() == Kind.MEMORY)
+    if not np.array_equal(rows, allocator):
+        loaded = int((trace.names_of(names[allocator]) == MEMORY_NAME).sum())
+        fits = rows[(rows >= 0) & (rows < len(names))]
+        read = int((trace.names_of(names[fits]) == MEMORY_NAME).sum())
+        raise MemoryUnreadable(f"{loaded:,} [memory] events loaded, {read:,} read with their totals, "
                                "and they do not line up")
-    return MemoryEvents(row=rows, lane=ev["lane"].to_numpy()[rows], ts=ts, bytes=delta,
-                        allocated=fields["total_allocated"][order], reserved=fields["total_reserved"][order],
-                        device_type=fields["device_type"][order], device_id=fields["device_id"][order],
-                        addr=fields["addr"][order])
+    which = np.flatnonzero(trace.names_of(names[rows]) == MEMORY_NAME)
+    if not len(which):
+        return None
+    which = which[np.argsort(ev["ts"].to_numpy()[rows[which]], kind="stable")]  # time order; file order among ties
+    rows = rows[which]
+    return MemoryEvents(row=rows, lane=ev["lane"].to_numpy()[rows], ts=ev["ts"].to_numpy()[rows],
+                        bytes=ev["bytes"].to_numpy()[rows], allocated=side["allocated"][which],
+                        reserved=side["reserved"][which], device_type=side["device_type"][which],
+                        device_id=side["device_id"][which], addr=side["addr"][which])
 
 
 def enclosing_ops(trace, lane: np.ndarray, ts: np.ndarray) -> np.ndarray:
@@ -246,7 +188,7 @@ def memory_table(trace, top: int = TOP_OPS) -> MemoryTable | None:
     """The memory table of ``trace`` (docs/memory.md), or None without ``[memory]`` events."""
     try:
         m = memory_events(trace)
-    except (msgspec.DecodeError, ValueError, OverflowError) as exc:  # MemoryUnreadable, orjson.JSONDecodeError: ValueErrors
+    except MemoryUnreadable as exc:
         events = int((trace.names_of(trace.events["name"].to_numpy()[trace.events["kind"].to_numpy() == Kind.MEMORY])
                       == MEMORY_NAME).sum())
         return MemoryTable(events, (), f"the [memory] events could not be read in full: {exc}")

@@ -547,6 +547,7 @@ enum { R_DIMS, R_TYPES, R_CONCRETE, R_STRIDES, R_COLLECTIVE, R_IN, R_OUT, R_DTYP
 typedef struct {
     int64_t external_id, correlation, device, stream, registers, shared_memory, nbytes, alloc_bytes, cbid,
         python_id, python_parent, sequence;
+    int64_t memory[5]; /* a [memory] event's Total Allocated, Total Reserved, Device Type, Device Id, Addr */
     int64_t grid[3], block[3];
     double occupancy;
     Str kernel_hash;
@@ -563,13 +564,16 @@ typedef struct {
 } Event;
 
 enum { A_EXTERNAL_ID, A_CORRELATION, A_DEVICE, A_STREAM, A_GRID, A_BLOCK, A_REGISTERS, A_SHARED, A_OCCUPANCY,
-       A_NBYTES, A_ALLOC, A_CBID, A_PY_ID, A_PY_PARENT, A_SEQUENCE, A_HASH, A_NAME, A_LABELS, A_SORT, A_RAW0 };
+       A_NBYTES, A_ALLOC, A_CBID, A_PY_ID, A_PY_PARENT, A_SEQUENCE, A_HASH, A_NAME, A_LABELS, A_SORT, A_MEMORY0,
+       A_RAW0 = A_MEMORY0 + 5 };
 
 /* Args' JSON names (events.Args), in the order of the enum above, then the raw fields. */
 static const char *const ARG_KEYS[] = {
     "External id", "correlation", "device", "stream", "grid", "block", "registers per thread", "shared memory",
     "est. achieved occupancy %", "bytes", "Bytes", "cbid", "Python id", "Python parent id", "Sequence number",
     "kernel_hash", "name", "labels", "sort_index",
+    /* a [memory] event's, in Args.memory's order (MEMORY_COLUMNS after row) */
+    "Total Allocated", "Total Reserved", "Device Type", "Device Id", "Addr",
     /* raw, in R_ order */
     "Input Dims", "Input type", "Concrete Inputs", "Input Strides", "Collective name", "In msg nelems",
     "Out msg nelems", "dtype", "Process Group Name", "Process Group Description", "Group size", "Seq",
@@ -706,6 +710,11 @@ static int read_args(Cur *c, Args *a, Scratch *sc) {
             break;
         }
         case -1: r = skip_value(c, 2); break;
+        case A_MEMORY0:
+        case A_MEMORY0 + 1:
+        case A_MEMORY0 + 2:
+        case A_MEMORY0 + 3:
+        case A_MEMORY0 + 4: r = read_int(c, INT64_MIN, INT64_MAX, &a->memory[f - A_MEMORY0]); break;
         default: {
             Raw *raw = &a->raw[f - A_RAW0];
             raw->s = c->p;
@@ -722,7 +731,7 @@ static int read_args(Cur *c, Args *a, Scratch *sc) {
 static const Args NO_ARGS = {
     .external_id = -1, .correlation = -1, .device = -1, .stream = -1, .registers = -1, .shared_memory = -1,
     .nbytes = -1, .alloc_bytes = -1, .cbid = -1, .python_id = -1, .python_parent = -1, .sequence = -1,
-    .grid = {-1, -1, -1}, .block = {-1, -1, -1},
+    .grid = {-1, -1, -1}, .block = {-1, -1, -1}, .memory = {-1, -1, -1, -1, -1},
 };
 
 enum { E_PH, E_CAT, E_NAME, E_PID, E_TID, E_TS, E_DUR, E_ARGS };
@@ -832,6 +841,7 @@ typedef struct {
     Buf shapes, comm;
     Buf comm_rows; /* int64 row numbers whose shapes_at points into comm (shifted at the end) */
     Buf aside_spans; /* int64 (start, end) of each metadata or B/E event */
+    Buf memory; /* per Kind.MEMORY row, MEMORY_COLUMNS' int64s: the row, then Args.memory */
     PyObject *aside;
     PyObject *classify;
     const u8 *base; /* the text: aside spans are offsets into it */
@@ -1070,6 +1080,10 @@ static int emit(State *st, Event *ev, const u8 *start, const u8 *end) {
     COL(st, C_SHAPES_LEN, int32_t)[row] = 0;
     if (kind == K_CPU_OP && a->raw[R_DIMS].n && put_shapes(st, row, a)) return BAIL;
     if (gpu && a->raw[R_COLLECTIVE].n && put_comm(st, row, a)) return BAIL;
+    if (kind == K_MEMORY) {
+        int64_t entry[6] = {(int64_t)row, a->memory[0], a->memory[1], a->memory[2], a->memory[3], a->memory[4]};
+        if (buf_put(&st->memory, entry, sizeof entry)) return BAIL;
+    }
     st->rows++;
     return 0;
 }
@@ -1111,6 +1125,7 @@ static void state_free(State *st) {
     free(st->comm.data);
     free(st->comm_rows.data);
     free(st->aside_spans.data);
+    free(st->memory.data);
     Buf *bufs[] = {&st->sc.ph, &st->sc.cat, &st->sc.name, &st->sc.pid, &st->sc.tid, &st->sc.hash, &st->sc.junk};
     for (size_t i = 0; i < 7; i++) free(bufs[i]->data);
 }
@@ -1172,8 +1187,14 @@ static PyObject *result_of(State *st) {
     }
     if (st->shapes.len) memcpy(PyBytes_AS_STRING(blob), st->shapes.data, st->shapes.len);
     if (st->comm.len) memcpy(PyBytes_AS_STRING(blob) + st->shapes.len, st->comm.data, st->comm.len);
-    return Py_BuildValue("(NOOOONLLL)", columns, st->name_values, st->hash_values, st->lane_values, st->aside,
-                         blob, (long long)st->flows, (long long)st->bad_ts, (long long)st->bad_dur);
+    PyObject *memory = PyBytes_FromStringAndSize(st->memory.data ? st->memory.data : "", (Py_ssize_t)st->memory.len);
+    if (!memory) {
+        Py_DECREF(columns);
+        Py_DECREF(blob);
+        return NULL;
+    }
+    return Py_BuildValue("(NOOOONLLLN)", columns, st->name_values, st->hash_values, st->lane_values, st->aside,
+                         blob, (long long)st->flows, (long long)st->bad_ts, (long long)st->bad_dur, memory);
 }
 
 static PyObject *scan(PyObject *self, PyObject *args) {
@@ -1242,7 +1263,8 @@ static PyObject *array_end(PyObject *self, PyObject *args) {
 static PyMethodDef METHODS[] = {
     {"array_end", array_end, METH_VARARGS, "array_end(text, start, max_indent) -> (start, end) or None"},
     {"scan", scan, METH_VARARGS,
-     "scan(array_json, classify) -> (columns, names, hashes, lanes, aside, blob, flows, bad_ts, bad_dur) or None"},
+     "scan(array_json, classify) -> (columns, names, hashes, lanes, aside, blob, flows, bad_ts, bad_dur, memory) "
+     "or None"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1268,6 +1290,14 @@ PyMODINIT_FUNC PyInit__scan(void) {
         Py_DECREF(m);
         return NULL;
     }
-    PyModule_AddIntConstant(m, "VERSION", 1);
+    /* the memory bytes: per Kind.MEMORY row, these int64s (schema.MEMORY_COLUMNS, checked by scanner.py) */
+    PyObject *memory = Py_BuildValue("((ss)(ss)(ss)(ss)(ss)(ss))", "row", "int64", "allocated", "int64", "reserved",
+                                     "int64", "device_type", "int64", "device_id", "int64", "addr", "int64");
+    if (!memory || PyModule_AddObject(m, "MEMORY_COLUMNS", memory)) {
+        Py_XDECREF(memory);
+        Py_DECREF(m);
+        return NULL;
+    }
+    PyModule_AddIntConstant(m, "VERSION", 2);
     return m;
 }

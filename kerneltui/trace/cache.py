@@ -8,7 +8,9 @@ trace replaced in place, or a newer decoder, never sees stale columns.
 
 Layout: ``<cache dir>/<path digest>-<entry digest>.arrow``, one record batch of
 one row: each event column as a ``large_list`` of its numpy dtype (read back
-zero-copy from a private, copy-on-write mapping), ``shapes`` (the shapes blob)
+zero-copy from a private, copy-on-write mapping), the side table of the ``[memory]``
+events the same way (``memory_row``, ``memory_allocated``, ...: schema.MEMORY_COLUMNS
+under MEMORY_PREFIX), ``shapes`` (the shapes blob)
 and ``info`` (JSON: names, lanes, metadata events, top-level keys, losses, the
 TraceMeta, the key it was written for and a CRC32 of every column).
 
@@ -56,12 +58,19 @@ from kerneltui import __version__
 from kerneltui.trace import scanner
 from kerneltui.trace.load import RawTrace, read_trace
 from kerneltui.trace.repair import Losses
-from kerneltui.trace.schema import EVENT_COLUMNS, Device, TraceMeta
+from kerneltui.trace.schema import (
+    EVENT_COLUMNS,
+    MEMORY_COLUMNS,
+    MEMORY_PREFIX,
+    Device,
+    MemoryColumns,
+    TraceMeta,
+)
 
 # Bump whenever what read_trace returns changes shape or meaning (columns, RawTrace or TraceMeta
 # fields, what a field holds). The key also holds a digest of the loader's source (LOADER_MODULES),
 # so an edited decoder misses the cache even where this was not bumped.
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: the [memory] events' side table (RawTrace.memory)
 LOADER_MODULES = ("load", "ahead", "decode", "scanner", "worker", "events", "blocks", "repair", "begin_end", "pool", "meta", "schema")
 
 SUFFIX = ".arrow"
@@ -292,29 +301,40 @@ def read_entry(where: Path, key: dict) -> tuple[RawTrace, TraceMeta]:
     info = orjson.loads(info_blob)
     if info.get("key") != key:
         raise StaleEntry("written for another file or loader")
-    columns = {}
-    for name, dtype in EVENT_COLUMNS.items():
-        values = batch.column(name).values
-        if values.type != pa.from_numpy_dtype(np.dtype(dtype)) or values.null_count:
-            raise ValueError(f"column {name} is {values.type}, not {dtype}")
-        if len(values) == 0:  # a trace without events: Arrow may keep an empty column's buffer anywhere
-            column = np.empty(0, dtype=dtype)
-        else:
-            buffer = values.buffers()[1]
-            at = buffer.address - whole.address + values.offset * np.dtype(dtype).itemsize
-            if not 0 <= at <= len(view) - len(values) * np.dtype(dtype).itemsize:
-                raise ValueError(f"column {name} lies outside the file")
-            column = np.frombuffer(view, dtype=dtype, count=len(values), offset=at)  # writable: the mapping is private
-        if zlib.crc32(column) != info["crc32"][name]:
-            raise ValueError(f"column {name} fails its checksum")
-        columns[name] = column
+    columns = {name: _column(batch, name, dtype, view, whole, info) for name, dtype in EVENT_COLUMNS.items()}
+    memory = {name: _column(batch, MEMORY_PREFIX + name, dtype, view, whole, info) for name, dtype in MEMORY_COLUMNS.items()}
     shapes = _binary(batch, "shapes")
     if zlib.crc32(shapes) != info["crc32"]["shapes"]:
         raise ValueError("the shapes fail their checksum")
     lengths = {len(c) for c in columns.values()}
     if len(lengths) != 1:
         raise ValueError("columns of different lengths")
-    return _raw(columns, shapes, info["raw"]), _meta(info["meta"])
+    rows = memory["row"]
+    if len({len(c) for c in memory.values()}) != 1 or (len(rows) and not (0 <= rows.min() and rows.max() < lengths.pop())):
+        raise ValueError("the [memory] side table does not fit the columns")
+    raw = _raw(columns, shapes, info["raw"])
+    raw.memory = MemoryColumns(memory)
+    return raw, _meta(info["meta"])
+
+
+def _column(batch, name: str, dtype: str, view: mmap.mmap, whole, info: dict) -> np.ndarray:
+    """The column ``name`` of the entry, zero-copy from the mapping, its dtype and checksum checked."""
+    import pyarrow as pa
+
+    values = batch.column(name).values
+    if values.type != pa.from_numpy_dtype(np.dtype(dtype)) or values.null_count:
+        raise ValueError(f"column {name} is {values.type}, not {dtype}")
+    if len(values) == 0:  # a trace without events: Arrow may keep an empty column's buffer anywhere
+        column = np.empty(0, dtype=dtype)
+    else:
+        buffer = values.buffers()[1]
+        at = buffer.address - whole.address + values.offset * np.dtype(dtype).itemsize
+        if not 0 <= at <= len(view) - len(values) * np.dtype(dtype).itemsize:
+            raise ValueError(f"column {name} lies outside the file")
+        column = np.frombuffer(view, dtype=dtype, count=len(values), offset=at)  # writable: the mapping is private
+    if zlib.crc32(column) != info["crc32"][name]:
+        raise ValueError(f"column {name} fails its checksum")
+    return column
 
 
 def _binary(batch, name: str) -> bytes:
@@ -328,6 +348,7 @@ def _binary(batch, name: str) -> bytes:
 def _raw(columns: dict, shapes: bytes, d: dict) -> RawTrace:
     raw = RawTrace.__new__(RawTrace)  # the decoder it is built from is not kept: fill the fields it left
     raw.columns = columns
+    raw.memory = MemoryColumns()  # read_entry sets the entry's
     raw.names = d["names"]
     raw.lanes = [tuple(lane) for lane in d["lanes"]]
     raw.metadata = [tuple(m) for m in d["metadata"]]
@@ -357,8 +378,8 @@ def _raw_info(raw: RawTrace) -> dict:
 
 
 # Every field of a RawTrace that the cache keeps (tests compare it with a cold load's fields).
-RAW_FIELDS = frozenset(("columns", "names", "lanes", "metadata", "flow_events", "shapes_blob", "top", "truncated",
-                        "end_damaged", "losses"))
+RAW_FIELDS = frozenset(("columns", "memory", "names", "lanes", "metadata", "flow_events", "shapes_blob", "top",
+                        "truncated", "end_damaged", "losses"))
 
 
 def _meta(d: dict) -> TraceMeta:
@@ -387,25 +408,30 @@ def write_entry(where: Path, key: dict, raw: RawTrace, meta: TraceMeta) -> bool:
         private_dir(directory, create=True)
         cap = max_bytes()
         n = len(raw.columns["ts"])
-        estimate = sum(n * np.dtype(t).itemsize for t in EVENT_COLUMNS.values()) + len(raw.shapes_blob)
+        k = len(raw.memory)
+        estimate = (sum(n * np.dtype(t).itemsize for t in EVENT_COLUMNS.values())
+                    + sum(k * np.dtype(t).itemsize for t in MEMORY_COLUMNS.values()) + len(raw.shapes_blob))
         if estimate > cap:
             return False
-        crc = {name: zlib.crc32(np.ascontiguousarray(raw.columns[name])) for name in EVENT_COLUMNS}
+        # the event columns and the [memory] side table, by their names in the entry
+        kept = {**{name: (raw.columns[name], dtype) for name, dtype in EVENT_COLUMNS.items()},
+                **{MEMORY_PREFIX + name: (raw.memory[name], dtype) for name, dtype in MEMORY_COLUMNS.items()}}
+        crc = {name: zlib.crc32(np.ascontiguousarray(column, dtype=dtype)) for name, (column, dtype) in kept.items()}
         crc["shapes"] = zlib.crc32(raw.shapes_blob)
         raw_info = _raw_info(raw)
         small = {k: v for k, v in raw_info.items() if k != "names"}
         if _raw_info(_raw({}, b"", {**orjson.loads(orjson.dumps(small)), "names": []})) | {"names": raw.names} != raw_info:
             return False  # a value JSON does not carry as it is: keep nothing rather than something else
         info = orjson.dumps({"key": key, "crc32": crc, "raw": raw_info, "meta": _meta_info(meta)})
-        offsets = pa.array([0, n], pa.int64())
         arrays = [
-            pa.LargeListArray.from_arrays(offsets, pa.array(np.ascontiguousarray(raw.columns[name], dtype=dtype)))
-            for name, dtype in EVENT_COLUMNS.items()
+            pa.LargeListArray.from_arrays(pa.array([0, len(column)], pa.int64()),
+                                          pa.array(np.ascontiguousarray(column, dtype=dtype)))
+            for column, dtype in kept.values()
         ]
         arrays.append(pa.array([raw.shapes_blob], pa.large_binary()))
         arrays.append(pa.array([info], pa.large_binary()))
         schema = pa.schema(
-            [pa.field(name, a.type) for name, a in zip([*EVENT_COLUMNS, "shapes", "info"], arrays)],
+            [pa.field(name, a.type) for name, a in zip([*kept, "shapes", "info"], arrays)],
             metadata={"info_crc32": str(zlib.crc32(info)), "kerneltui": __version__, "schema": str(SCHEMA_VERSION)},
         )
         batch = pa.RecordBatch.from_arrays(arrays, schema=schema)

@@ -9,6 +9,11 @@ field at a time, each field read by one C-level pass (``map`` over an
 ``attrgetter``, interned through a dict's ``__missing__``), and dropped, so no
 per-event Python object outlives its part of the chunk. A big chunk is decoded
 ~1 MB at a time (``SUB_CHUNK``), while its structs are still in the CPU cache.
+
+A ``[memory]`` event's Total Allocated, Total Reserved, Device Type, Device Id and Addr go to
+a side table of the Kind.MEMORY rows alone (schema.MEMORY_COLUMNS), not to columns of every
+row: a chunk's dict holds it under MEMORY_PREFIX, its rows counted within the chunk, and
+``join_chunks`` / ``joined_memory`` move them past the rows of the chunks before.
 """
 
 from __future__ import annotations
@@ -33,7 +38,16 @@ from kerneltui.trace.events import (
 )
 from kerneltui.trace.repair import Losses
 from kerneltui.trace.scanner import scan_chunk, scanner_in_use
-from kerneltui.trace.schema import ASIDE_PHASES, EVENT_COLUMNS, FLOW_PHASES, KEPT_PHASES, Kind, kind_of
+from kerneltui.trace.schema import (
+    ASIDE_PHASES,
+    EVENT_COLUMNS,
+    FLOW_PHASES,
+    KEPT_PHASES,
+    MEMORY_COLUMNS,
+    MEMORY_PREFIX,
+    Kind,
+    kind_of,
+)
 
 if TYPE_CHECKING:
     from kerneltui.trace.worker import Partial
@@ -51,6 +65,12 @@ _COMBO = attrgetter("ph", "cat", "pid", "tid")
 )
 (_INPUT_DIMS, _INPUT_TYPE, _CONCRETE, _STRIDES) = map(attrgetter, ("input_dims", "input_type", "concrete", "strides"))
 _COLLECTIVE = attrgetter("collective")
+# The side table of Kind.MEMORY rows (schema.MEMORY_COLUMNS, row aside): its chunk key, the Args field
+_MEMORY_FIELDS = tuple((MEMORY_PREFIX + name, attrgetter(attr)) for name, attr in (
+    ("allocated", "total_allocated"), ("reserved", "total_reserved"), ("device_type", "device_type"),
+    ("device_id", "device_id"), ("addr", "addr"),
+))
+_MEMORY_ROW = MEMORY_PREFIX + "row"
 _COMM_KEYS = tuple((key.encode(), attr) for key, attr in (
     ("collective", "collective"), ("in_nelems", "in_nelems"), ("out_nelems", "out_nelems"), ("dtype", "comm_dtype"),
     ("group", "group_name"), ("group_desc", "group_desc"), ("group_size", "group_size"), ("seq", "comm_seq"),
@@ -115,8 +135,10 @@ class ChunkDecoder:
         self.begin_end: list[Event] = []  # B/E halves, paired once all are read
 
     def decode(self, array_json, separator: bytes | None = None, scanned=None) -> dict[str, np.ndarray]:
-        """The chunk's columns. ``scanned``: what ``scan_chunk`` made of it already (on another
-        thread), or False where the scanner has been tried and handed the chunk back."""
+        """The chunk's columns (with the side table of its Kind.MEMORY rows under MEMORY_PREFIX,
+        ``memory_row`` counted within the chunk). ``scanned``: what ``scan_chunk`` made of it
+        already (on another thread), or False where the scanner has been tried and handed the
+        chunk back."""
         if scanned is None and scanner_in_use():
             scanned = scan_chunk(array_json)
         if scanned:
@@ -139,13 +161,17 @@ class ChunkDecoder:
     def adopt(self, scanned: tuple, array_json) -> dict[str, np.ndarray] | None:
         """The columns the C scanner made of a chunk, its tables mapped onto this decoder's in their
         order of first appearance (None, and nothing kept, if its metadata events do not decode)."""
-        columns, names, hashes, lanes, aside, blob, flows, bad_ts, bad_dur = scanned
+        columns, names, hashes, lanes, aside, blob, flows, bad_ts, bad_dur, memory = scanned
         view = memoryview(array_json)
         try:  # before anything is kept: a refusal here leaves the decoder as it was
             others = [_ONE_EVENT.decode(view[start:end]) for start, end in aside]
         except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
             return None
         cols = {name: np.frombuffer(column, dtype) for (name, dtype), column in zip(scanner.COLUMNS, columns)}
+        # the side table: per Kind.MEMORY row, its int64s in scanner.MEMORY_LAYOUT's order
+        table = np.frombuffer(memory, np.int64).reshape(-1, len(scanner.MEMORY_LAYOUT))
+        for i, (name, _) in enumerate(scanner.MEMORY_LAYOUT):
+            cols[MEMORY_PREFIX + name] = table[:, i].copy()
         name_codes = self.names.codes_of(names)
         # hashes are interned after the chunk's names, as the Python path does
         self._recode(cols, name_codes, self.names.codes_of(hashes), self.lanes.codes_of(lanes))
@@ -189,7 +215,7 @@ class ChunkDecoder:
         except (msgspec.ValidationError, msgspec.DecodeError, RecursionError, ValueError):
             self._restore(saved)
             return None
-        cols = {name: np.concatenate([c[name] for c in parts]) for name in parts[0]}
+        cols = join_chunks(parts)
         self._append_comm(cols, comm)
         return self._intern_hashes(cols, hashes)
 
@@ -293,7 +319,11 @@ class ChunkDecoder:
             for i, axis in enumerate("xyz"):
                 _fill_values(cols, n, f"{field_name}_{axis}", gpu, dims[:, i])
         memory = np.flatnonzero(kind == Kind.MEMORY)
-        _fill_values(cols, n, "bytes", memory, map(_ALLOC_BYTES, _rows_of(args, memory)))
+        memory_args = _rows_of(args, memory)
+        _fill_values(cols, n, "bytes", memory, map(_ALLOC_BYTES, memory_args))
+        cols[_MEMORY_ROW] = memory.astype(np.int64)
+        for key, getter in _MEMORY_FIELDS:
+            cols[key] = np.fromiter(map(getter, memory_args), np.int64, len(memory))
         launch = np.flatnonzero((kind == Kind.RUNTIME) | (kind == Kind.DRIVER))
         _fill_values(cols, n, "cbid", launch, map(_CBID, _rows_of(args, launch)))
         python = np.flatnonzero(kind == Kind.PYTHON)
@@ -451,6 +481,26 @@ def _fill_values(cols: dict, n: int, name: str, rows, values) -> None:
     if not isinstance(values, np.ndarray):
         values = np.fromiter(values, EVENT_COLUMNS[name], len(rows))
     column[rows] = values
+
+
+def join_chunks(chunks: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    """Decoded chunks (in file order, at least one) as one chunk: every column joined, the side
+    table's rows moved past the rows of the chunks before theirs."""
+    joined = {name: np.concatenate([c[name] for c in chunks]) for name in chunks[0] if not name.startswith(MEMORY_PREFIX)}
+    joined.update({MEMORY_PREFIX + name: column for name, column in joined_memory(chunks).items()})
+    return joined
+
+
+def joined_memory(chunks: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    """The side table (schema.MEMORY_COLUMNS) of decoded chunks in file order, its rows counted
+    from the first chunk's first row."""
+    if not chunks:
+        return {name: np.empty(0, dtype) for name, dtype in MEMORY_COLUMNS.items()}
+    offsets = np.cumsum([0] + [len(c["ts"]) for c in chunks[:-1]]).tolist()
+    joined = {name: np.concatenate([c[MEMORY_PREFIX + name] for c in chunks]).astype(dtype, copy=False)
+              for name, dtype in MEMORY_COLUMNS.items() if name != "row"}
+    rows = np.concatenate([c[_MEMORY_ROW] + at for c, at in zip(chunks, offsets)]).astype(np.int64, copy=False)
+    return {"row": rows, **joined}
 
 
 def _rows_of(items: list, rows: np.ndarray) -> list:

@@ -42,6 +42,12 @@ class Args(Struct, gc=False):
     occupancy: float = field(default=math.nan, name="est. achieved occupancy %")
     nbytes: I64 = field(default=-1, name="bytes")
     alloc_bytes: I64 = field(default=-1, name="Bytes")
+    # the rest of a [memory] event's args (kept for Kind.MEMORY rows alone, schema.MEMORY_COLUMNS)
+    total_allocated: I64 = field(default=-1, name="Total Allocated")
+    total_reserved: I64 = field(default=-1, name="Total Reserved")
+    device_type: I64 = field(default=-1, name="Device Type")
+    device_id: I64 = field(default=-1, name="Device Id")
+    addr: I64 = field(default=-1, name="Addr")
     cbid: I32 = -1
     python_id: I64 | None = field(default=-1, name="Python id")
     python_parent: I64 | None = field(default=-1, name="Python parent id")

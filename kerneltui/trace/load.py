@@ -29,12 +29,12 @@ from kerneltui.trace import ahead, repair, scanner
 from kerneltui.trace.ahead import ScanAhead
 from kerneltui.trace.begin_end import pair_begin_end
 from kerneltui.trace.blocks import BlockStream
-from kerneltui.trace.decode import ChunkDecoder
+from kerneltui.trace.decode import ChunkDecoder, joined_memory
 from kerneltui.trace.events import _ONE_EVENT, events_from_items, events_from_pieces
 from kerneltui.trace.meta import TOP_KEYS_READ, trace_meta
 from kerneltui.trace.pool import ChunkPool
 from kerneltui.trace.repair import Losses
-from kerneltui.trace.schema import EVENT_COLUMNS, TraceMeta
+from kerneltui.trace.schema import EVENT_COLUMNS, MemoryColumns, TraceMeta
 from kerneltui.trace.worker import FileChanged
 
 _WS = b" \t\r\n"
@@ -46,8 +46,10 @@ EVENT_LIMIT = 64 << 20  # one event (or the space between two) this large is a b
 class RawTrace:
     """What the loader produces: columns, interned strings, metadata events, top-level keys."""
 
-    def __init__(self, columns, decoder: ChunkDecoder, top: dict, truncated: bool, end_damaged: bool = False):
+    def __init__(self, columns, decoder: ChunkDecoder, top: dict, truncated: bool, end_damaged: bool = False,
+                 memory: MemoryColumns | None = None):
         self.columns: dict[str, np.ndarray] = columns
+        self.memory: MemoryColumns = memory if memory is not None else MemoryColumns()  # [memory] events' other args
         self.names: list[str] = decoder.names.values()
         self.lanes: list[tuple] = decoder.lanes.values()
         self.metadata = decoder.metadata
@@ -310,8 +312,9 @@ class _EventReader:
             )
             for name, dtype in EVENT_COLUMNS.items()
         }
+        memory = MemoryColumns(joined_memory(self.chunks))
         self.chunks.clear()
-        return RawTrace(columns, self.decoder, top, truncated, end_damaged)
+        return RawTrace(columns, self.decoder, top, truncated, end_damaged, memory)
 
 
 def _array_end_finder(max_indent: int) -> Callable[[bytes | bytearray, int], tuple[int, int] | None]:

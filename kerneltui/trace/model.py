@@ -35,6 +35,8 @@ class Trace:
         self.names: list[str] = raw.names
         self.events = pd.DataFrame(raw.columns, copy=False)
         self.shapes_blob = raw.shapes_blob
+        # the [memory] events' Total Allocated, Total Reserved, Device Type, Device Id and Addr, by row
+        self.memory = raw.memory
         self.lanes = _lanes(raw)
         self._names_array = np.array(raw.names + [""], dtype=object)
         self._stacks: dict[int, OpStack | None] = {}

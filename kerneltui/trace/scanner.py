@@ -10,16 +10,26 @@ from __future__ import annotations
 
 import os
 
-from kerneltui.trace.schema import ASIDE_PHASES, EVENT_COLUMNS, FLOW_PHASES, KEPT_PHASES, kind_of
+from kerneltui.trace.schema import (
+    ASIDE_PHASES,
+    EVENT_COLUMNS,
+    FLOW_PHASES,
+    KEPT_PHASES,
+    MEMORY_COLUMNS,
+    kind_of,
+)
 
 try:
     from kerneltui.trace import _scan
 except ImportError:  # built without a C compiler
     _scan = None
-if _scan is not None and dict(_scan.COLUMNS) != EVENT_COLUMNS:
+if _scan is not None and (dict(_scan.COLUMNS) != EVENT_COLUMNS
+                          or dict(getattr(_scan, "MEMORY_COLUMNS", ())) != MEMORY_COLUMNS):
     _scan = None  # a stale build whose columns are not the schema's: never use it
 
 COLUMNS: tuple[tuple[str, str], ...] = _scan.COLUMNS if _scan is not None else ()  # (name, dtype), scan()'s order
+# the side table of Kind.MEMORY rows, as scan() lays out each row's int64s
+MEMORY_LAYOUT: tuple[tuple[str, str], ...] = _scan.MEMORY_COLUMNS if _scan is not None else ()
 
 
 def scanner_in_use() -> bool:

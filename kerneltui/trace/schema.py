@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import IntEnum
 
+import numpy as np
+
 
 class Kind(IntEnum):
     """What an event is, decided once at load time from its phase and category."""
@@ -109,6 +111,49 @@ EVENT_COLUMNS = {
     "shapes_at": "int64",  # offset of this op's record_shapes JSON in Trace.shapes_blob
     "shapes_len": "int32",
 }
+
+# The allocator's instant events (Kind.MEMORY rows: ph i/I, cat cpu_instant_event) carry fields no
+# other event has; they are kept in a side table of those rows alone, not as columns of every row
+# (a 1 GB trace holds millions of events and a few thousand of these). -1 = absent.
+MEMORY_COLUMNS = {
+    "row": "int64",  # the event's row in the event table (ascending)
+    "allocated": "int64",  # Total Allocated: the allocator's total after the event
+    "reserved": "int64",  # Total Reserved
+    "device_type": "int64",  # Device Type: 1 CUDA, 0 the host
+    "device_id": "int64",  # Device Id
+    "addr": "int64",  # Addr: the block's address
+}
+# A decoded chunk's dict carries the side table under these names (its rows counted within the chunk).
+MEMORY_PREFIX = "memory_"
+
+
+class MemoryColumns:
+    """The side table (MEMORY_COLUMNS): one array per field, all of one length, one entry per Kind.MEMORY
+    row of the event table, in row order. Equal when every array is (dtype and values)."""
+
+    __slots__ = ("columns",)
+
+    def __init__(self, columns: dict[str, np.ndarray] | None = None):
+        if columns is None:
+            columns = {name: np.empty(0, dtype) for name, dtype in MEMORY_COLUMNS.items()}
+        self.columns: dict[str, np.ndarray] = columns
+
+    def __len__(self) -> int:
+        return len(self.columns["row"])
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        return self.columns[name]
+
+    def __eq__(self, other) -> bool:
+        if not isinstance(other, MemoryColumns) or self.columns.keys() != other.columns.keys():
+            return NotImplemented if not isinstance(other, MemoryColumns) else False
+        return all(a.dtype == other.columns[k].dtype and np.array_equal(a, other.columns[k])
+                   for k, a in self.columns.items())
+
+    __hash__ = None  # mutable arrays
+
+    def __repr__(self) -> str:
+        return f"MemoryColumns({len(self)} rows)"
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from kerneltui.trace.repair import Losses
 class Partial(NamedTuple):
     """What a worker process sends back for one chunk."""
 
-    columns: dict
+    columns: dict  # the event columns, and the [memory] side table under schema.MEMORY_PREFIX (rows within the chunk)
     names: list
     lanes: list
     metadata: list

@@ -36,6 +36,7 @@ def same_raw(left, right) -> None:
     assert left.flow_events == right.flow_events
     assert left.losses.events == right.losses.events
     assert left.losses.fields == right.losses.fields
+    assert left.memory == right.memory  # the [memory] events' side table
 
 
 @pytest.fixture
