@@ -16,7 +16,10 @@ from kerneltui.units import fmt_ns, fmt_share
 
 HEADS = {"kernel": "kernel", "memcpy": "memcpy", "memset": "memset", "comm": "comm", "dataloader": "loader",
          "cpu_only": "CPU-only", "other": "other"}
-CSV_FIELDS = ("step", "span_ns", *(f"{p}_ns" for p in PARTS), "outlier")
+STEP_FIELDS = ("step", "span_ns", *(f"{p}_ns" for p in PARTS), "outlier")
+FINDING_FIELDS = ("rule", "finding", "evidence", "action", "confidence")
+# one CSV: a step row per step, then a try_next row per finding; each leaves the other's columns empty
+CSV_FIELDS = ("record", *STEP_FIELDS, *FINDING_FIELDS)
 NO_ADVICE = "no rule found evidence in this trace (rules and thresholds: docs/overview.md)"
 NO_STEPS = "no ProfilerStep#N annotations in this trace: no step to split (profile with a schedule and prof.step())"
 
@@ -83,12 +86,16 @@ def step_chart(o: Overview, width: int = 80) -> list[str]:
     return lines
 
 
-def as_csv(o: Overview) -> str:
+def as_csv(o: Overview, findings: list[Finding] | None = None) -> str:
+    """``record`` = ``step`` rows (the split, ns), then ``try_next`` rows (the findings, analysis/advice.py)."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(CSV_FIELDS)
+    no_finding, no_step = [""] * len(FINDING_FIELDS), [""] * len(STEP_FIELDS)
     for r in o.to_dict()["steps"]:
-        writer.writerow([r["step"], r["span_ns"], *(r[f"{p}_ns"] for p in PARTS), r["outlier"]])
+        writer.writerow(["step", r["step"], r["span_ns"], *(r[f"{p}_ns"] for p in PARTS), r["outlier"], *no_finding])
+    for f in findings or []:
+        writer.writerow(["try_next", *no_step, *(getattr(f, k) for k in FINDING_FIELDS)])
     return out.getvalue()
 
 

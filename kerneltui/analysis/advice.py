@@ -13,8 +13,13 @@ Rules (thresholds in the constants below):
 5. ``sync_in_step``: host-device synchronisations inside steps on a trace with GPU work.
 6. ``low_occupancy``: a kernel (not communication: NCCL and the like wait by design) that holds
    >= 10 % of the trace's kernel time at a known est. achieved occupancy < 25 %.
-
-Not built: GEMMs below half their dtype's peak, unfused casts under autocast.
+7. ``gemm_below_peak`` (advice_gemm.py): GEMM/convolution kernels whose FLOPs are known (the launching
+   op's record_shapes) and that run below half of their dtype's peak on a device in the peak table
+   hold >= 10 % of non-communication kernel time → TF32/bf16 for fp32, pad misaligned dims, or more
+   work per GEMM / ``mode="max-autotune"``. Quiet when the device, the shapes or the peak is unknown.
+8. ``unfused_casts`` (advice_casts.py): an eager trace whose fp32 <-> bf16/fp16 cast kernels
+   (``aten::copy_`` with the dtype change in its record) hold >= 5 % of kernel time or >= 20
+   launches per step → ``torch.compile`` or low-precision weights.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ import pandas as pd
 
 from kerneltui.analysis.overview import Overview, step_spans
 from kerneltui.analysis.ranks.collectives import kind_of_name
-from kerneltui.analysis.traffic.events import copy_kind
+from kerneltui.analysis.traffic.events import Traffic, copy_kind
 from kerneltui.trace.model import Trace
 from kerneltui.trace.schema import Kind
 from kerneltui.units import fmt_ns, fmt_share
@@ -56,10 +61,16 @@ class Finding:
         return asdict(self)
 
 
-def advice(trace: Trace, o: Overview) -> list[Finding]:
-    """The findings, in rule order; empty when no rule has evidence."""
+def advice(trace: Trace, o: Overview, traffic: Traffic | None = None) -> list[Finding]:
+    """The findings, in rule order; empty when no rule has evidence.
+
+    ``traffic`` (``compute_traffic(trace)``) is computed here unless the caller has it."""
+    # here, not at the top: those modules import Finding and the helpers from this one
+    from kerneltui.analysis.advice_casts import unfused_casts
+    from kerneltui.analysis.advice_gemm import gemm_below_peak
+
     found = [_cpu_bound(trace, o), _dataloader(o), _pageable(trace), _tiny_kernels(trace, o), _syncs(trace),
-             _low_occupancy(trace)]
+             _low_occupancy(trace), gemm_below_peak(trace, traffic), unfused_casts(trace, o)]
     return [f for f in found if f is not None]
 
 

@@ -146,12 +146,13 @@ def run_overview(args: argparse.Namespace) -> int:
     trace = _load(args)
     o = overview(trace)
     path = trace.meta.path
+    findings = advice(trace, o)
     if args.format == "csv":
-        text = csv_for(overview_report.as_csv(o), sys.stdout.isatty())
+        text = csv_for(overview_report.as_csv(o, findings), sys.stdout.isatty())
     elif args.format == "markdown":
-        text = overview_report.as_markdown(path, o, advice(trace, o))
+        text = overview_report.as_markdown(path, o, findings)
     else:
-        text = overview_report.as_table(path, o, _width(), advice(trace, o))
+        text = overview_report.as_table(path, o, _width(), findings)
     _write(trace, text)
     return 2 if trace.meta.incomplete else 0
 
@@ -210,9 +211,8 @@ def run_job(args: argparse.Namespace) -> int:
 
     if args.top or args.filter or args.launches or args.full_names or args.by != "kernel":
         raise UserError("--top, --filter, --launches, --full-names and --by are for one trace, not a job")
-    for flag in ("overview", "memory"):  # per-trace views: a rank's file gives them
-        if getattr(args, flag, False):
-            raise UserError(f"--{flag} is for one trace, not a job: give one rank's file")
+    if getattr(args, "overview", False) or getattr(args, "memory", False):
+        return _job_view(args)
     job = summarize_job(args.trace, cache=False if args.no_cache else None, scheduler=args.scheduler)
     if args.health:
         return _job_health(job, args.format)
@@ -224,6 +224,28 @@ def run_job(args: argparse.Namespace) -> int:
     for warning in job.warnings:
         print(printable(f"kerneltui: {warning}"), file=sys.stderr)
     return 2 if any(r.error or r.incomplete for r in job.ranks) else 0  # as for one trace: not whole, exit 2
+
+
+def _job_view(args: argparse.Namespace) -> int:
+    """`--overview` or `--memory` of a job: a row per rank (analysis/ranks/overview.py, memory.py); exit as run_job."""
+    from kerneltui import ranks_memory_report, ranks_overview_report
+    from kerneltui.analysis.ranks.memory import job_memory
+    from kerneltui.analysis.ranks.overview import job_overview
+    from kerneltui.errors import UserError
+    from kerneltui.terminal_text import printable
+
+    if args.health or (args.overview and args.memory):
+        raise UserError("--overview, --memory and --health each print one report: give one of them")
+    cache = False if args.no_cache else None
+    view, report = ((job_overview(args.trace, cache, args.scheduler), ranks_overview_report) if args.overview
+                    else (job_memory(args.trace, cache, args.scheduler), ranks_memory_report))
+    text = (report.as_csv(view, for_terminal=sys.stdout.isatty()) if args.format == "csv"
+            else {"json": report.as_json, "markdown": report.as_markdown, "table": report.as_table}[args.format](view))
+    sys.stdout.write(text)
+    sys.stdout.flush()
+    for warning in view.job.warnings:
+        print(printable(f"kerneltui: {warning}"), file=sys.stderr)
+    return 2 if any(r.error or r.incomplete for r in view.job.ranks) else 0  # as run_job
 
 
 def _job_health(job, fmt: str) -> int:

@@ -183,3 +183,28 @@ def test_summary_json_and_overview_table_carry_try_next():
     md = subprocess.run([sys.executable, "-m", "kerneltui", "summary", str(GPT), "--overview", "--format", "markdown"],
                         capture_output=True, text=True, check=True).stdout
     assert "## Try next" in md and "| cpu_bound | the steps are CPU-bound" in md
+
+
+def test_overview_csv_carries_the_steps_and_the_try_next_findings():
+    """One CSV: ``record`` says which; step rows leave the finding columns empty and finding rows the step columns."""
+    import csv
+    import io
+
+    out = subprocess.run([sys.executable, "-m", "kerneltui", "summary", str(GPT), "--overview", "--format", "csv",
+                          "--no-cache"], capture_output=True, text=True, check=True).stdout
+    lines = out.splitlines()
+    assert lines[0] == ("record,step,span_ns,kernel_ns,memcpy_ns,memset_ns,comm_ns,dataloader_ns,cpu_only_ns,other_ns,"
+                        "outlier,rule,finding,evidence,action,confidence")
+    assert lines[1] == "step,2,12733536,3900553,6111,35584,0,0,5580916,3210372,False,,,,,"
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert [r["record"] for r in rows] == ["step"] * 3 + ["try_next"] * 2
+    assert [r["rule"] for r in rows[3:]] == ["cpu_bound", "unfused_casts"]
+    cpu = rows[3]
+    assert cpu["evidence"] == findings(GPT)["cpu_bound"].evidence
+    assert cpu["action"] == 'capture the step in a CUDA graph: torch.compile(model, mode="reduce-overhead") or torch.cuda.graphs'
+    assert cpu["confidence"] == "medium"
+    assert all(cpu[k] == "" for k in ("step", "span_ns", "kernel_ns", "outlier"))
+    assert rows[4]["confidence"] == "high" and rows[4]["evidence"].startswith("282 cast kernels")
+    empty = subprocess.run([sys.executable, "-m", "kerneltui", "summary", str(H200[0]), "--overview", "--format", "csv",
+                            "--no-cache"], capture_output=True, text=True, check=True).stdout
+    assert empty.splitlines()[1:] == []  # no steps and no finding: the header alone

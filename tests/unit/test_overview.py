@@ -187,8 +187,9 @@ def test_cli_table_csv_markdown():
     assert "step spans (! = outlier)" in table.stdout and "no outlier step" in table.stdout
     assert "     2  12.73ms   3.90ms" in table.stdout
     csv = run_cli(path, "--overview", "--format", "csv", "--no-cache").stdout.splitlines()
-    assert csv[0] == "step,span_ns,kernel_ns,memcpy_ns,memset_ns,comm_ns,dataloader_ns,cpu_only_ns,other_ns,outlier"
-    assert csv[1] == "2,12733536,3900553,6111,35584,0,0,5580916,3210372,False"
+    assert csv[0] == ("record,step,span_ns,kernel_ns,memcpy_ns,memset_ns,comm_ns,dataloader_ns,cpu_only_ns,other_ns,"
+                      "outlier,rule,finding,evidence,action,confidence")
+    assert csv[1] == "step,2,12733536,3900553,6111,35584,0,0,5580916,3210372,False,,,,,"
     md = run_cli(path, "--overview", "--format", "markdown", "--no-cache").stdout
     assert "| 3 | 12.01ms | 3.86ms |" in md
 

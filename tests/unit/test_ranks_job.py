@@ -366,4 +366,4 @@ def test_a_worker_that_dies_is_one_line_not_a_traceback(eight, capsys, monkeypat
     directory, _ = eight
     code, out, err = run(capsys, "summary", str(directory))
     assert code == 2 and out == "" and len(err.splitlines()) == 1
-    assert err.startswith("kerneltui: a worker summarising ") and "KERNELTUI_RANK_WORKERS=1" in err
+    assert err.startswith("kerneltui: a worker reading ") and "KERNELTUI_RANK_WORKERS=1" in err

@@ -25,13 +25,22 @@ DASK_INSTALL = "--scheduler needs Dask: pip install 'kerneltui[cluster]' (or pip
 
 def summarize_ranks(files: list[str], cache: bool | None = None, scheduler: str | None = None,
                     progress: Callable[[int, int], None] | None = None) -> list[RankSummary]:
+    return map_ranks(summarize_rank_file, files, cache, scheduler, progress)
+
+
+def map_ranks(task: Callable, files: list[str], cache: bool | None = None, scheduler: str | None = None,
+              progress: Callable[[int, int], None] | None = None, missing: Callable = failed_rank) -> list:
+    """``task(path, cache)`` for every file, in file order: here, in worker processes or on Dask.
+
+    ``task`` and ``missing(path, why)`` (what a Dask worker that cannot see the file returns) must be
+    module-level functions (or partials of them): they travel to the workers by pickle."""
     if scheduler:
-        return _on_dask(files, cache, scheduler)
+        return _on_dask(task, files, cache, scheduler, missing)
     workers = local_workers(files)
     if workers <= 1 or len(files) == 1:
         out = []
         for i, f in enumerate(files):
-            out.append(summarize_rank_file(f, cache))
+            out.append(task(f, cache))
             if progress:
                 progress(i + 1, len(files))
         return out
@@ -39,13 +48,13 @@ def summarize_ranks(files: list[str], cache: bool | None = None, scheduler: str 
 
     context = multiprocessing.get_context("forkserver" if _threads() > 1 else "fork")
     with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_one_process_decode) as pool:
-        futures = {pool.submit(summarize_rank_file, f, cache): i for i, f in enumerate(files)}
-        out: list[RankSummary | None] = [None] * len(files)
+        futures = {pool.submit(task, f, cache): i for i, f in enumerate(files)}
+        out: list = [None] * len(files)
         for done, future in enumerate(as_completed(futures), 1):  # progress as ranks finish, not in file order
             try:
                 out[futures[future]] = future.result()
             except BrokenProcessPool:
-                raise UserError(f"a worker summarising {files[futures[future]]} died (out of memory?): "
+                raise UserError(f"a worker reading {files[futures[future]]} died (out of memory?): "
                                 "KERNELTUI_RANK_WORKERS=1 loads one rank at a time") from None
             if progress:
                 progress(done, len(files))
@@ -97,7 +106,7 @@ def _one_process_decode() -> None:
     os.environ["KERNELTUI_WORKERS"] = "0"  # the ranks are the parallelism: no decode pool inside each
 
 
-def _on_dask(files: list[str], cache: bool | None, scheduler: str) -> list[RankSummary]:
+def _on_dask(task: Callable, files: list[str], cache: bool | None, scheduler: str, missing: Callable) -> list:
     try:
         from distributed import Client, LocalCluster
     except ImportError:
@@ -115,7 +124,7 @@ def _on_dask(files: list[str], cache: bool | None, scheduler: str) -> list[RankS
         raise UserError(f"--scheduler {scheduler}: cannot reach the Dask scheduler ({why})") from None
     try:
         # each worker opens the rank files itself: they must be on a file system it can reach
-        futures = client.map(_dask_task, files, cache=cache, pure=False)
+        futures = client.map(_dask_task, files, task=task, cache=cache, missing=missing, pure=False)
         return client.gather(futures)
     finally:
         client.close()
@@ -123,11 +132,11 @@ def _on_dask(files: list[str], cache: bool | None, scheduler: str) -> list[RankS
             cluster.close()
 
 
-def _dask_task(path: str, cache: bool | None) -> RankSummary:
+def _dask_task(path: str, task: Callable, cache: bool | None, missing: Callable):
     _one_process_decode()
     if not os.path.exists(path):
-        return failed_rank(path, f"{path}: not found on the Dask worker (its file system must hold the traces)")
-    return summarize_rank_file(path, cache)
+        return missing(path, f"{path}: not found on the Dask worker (its file system must hold the traces)")
+    return task(path, cache)
 
 
 def start_rank_workers(paths: list[str], cache: bool | None = None) -> None:
