@@ -216,6 +216,18 @@ async def run(path: Path, size: tuple[int, int], repeat: int) -> None:
                 await pilot.press("T")
                 await pilot.pause()
 
+        async def no_overlay():
+            from kerneltui.tui.screens.memory import MemoryScreen
+            from kerneltui.tui.screens.overview import OverviewScreen
+            while isinstance(app.screen, (OverviewScreen, MemoryScreen)):
+                app.screen.dismiss(None)
+                await pilot.pause()
+            screen.set_focus(screen.query_one("#kernels"))
+
+        async def kernel_view_again():
+            await no_overlay()
+            await kernel_view()
+
         async def normal_timeline():
             while screen.timeline_mode != "max":  # the next e goes back to normal
                 screen.action_timeline_size()
@@ -241,7 +253,9 @@ async def run(path: Path, size: tuple[int, int], repeat: int) -> None:
             ("T: open the module tree", "T", browser_again, "view"),
             ("module tree: down", "down", tree_open, "move"),
             ("module tree: enter (scope, back to table)", "enter", tree_open, "view"),
-            ("v: switch to 1M-row launch list", "v", kernel_view, "view"),
+            ("o: open the overview", "o", no_overlay, "view"),
+            ("u: open the memory view", "u", no_overlay, "view"),
+            ("v: switch to 1M-row launch list", "v", kernel_view_again, "view"),
             ("t: table to timeline", "t", table_focus, "view"),
             ("e: timeline back to normal size", "e", normal_timeline, "view"),
         ]

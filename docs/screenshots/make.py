@@ -25,6 +25,10 @@ BROWSER = [
      ["g", "g", "t", "plus", "plus", "m", "right", "right", "right", "right", "m"]),
     ("browser-mlp_bf16-80x24.svg", f"{DATA}/mlp_bf16_eager.json.gz", (80, 24), []),
     ("browser-gpt_train-modules-80x24.svg", f"{DATA}/gpt_train_eager.json.gz", (80, 24), ["T", "down", "right"]),
+    # o: each step's split, the figures and what to try next; u: memory over time, per step, by op
+    ("browser-resnet18-overview-120x40.svg", f"{DATA}/resnet18_train_eager.json.gz", (120, 40), ["o"]),
+    ("browser-gpt_train-overview-80x24.svg", f"{DATA}/gpt_train_eager.json.gz", (80, 24), ["o"]),
+    ("browser-gpt_train-memory-120x40.svg", f"{DATA}/gpt_train_eager.json.gz", (120, 40), ["u"]),
     ("browser-resnet18-120x40.svg", f"{DATA}/resnet18_train_eager.json.gz", (120, 40), ["g"]),
     # a torch 1.8 trace whose first 733 GPU events have no launch call: the health line, then its report
     ("browser-torch18-damaged-80x24.svg", OLD, (80, 24), []),

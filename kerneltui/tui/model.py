@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 
+from kerneltui.analysis.advice import advice
 from kerneltui.analysis.attribution import place_codes
 from kerneltui.analysis.cpu_work import (
     is_cpu_capture,
@@ -31,7 +32,9 @@ from kerneltui.analysis.explore.groups import group_index
 from kerneltui.analysis.explore.ranges import range_index
 from kerneltui.analysis.explore.search import LaunchSearch, launch_search
 from kerneltui.analysis.health import Health, trace_health
+from kerneltui.analysis.memory import MemoryTable, memory_table
 from kerneltui.analysis.modules import ModuleTree, module_tree
+from kerneltui.analysis.overview import Overview, overview
 from kerneltui.trace.filters import name_pattern
 from kerneltui.trace.model import Trace
 from kerneltui.trace.schema import Kind
@@ -43,6 +46,7 @@ from kerneltui.tui.lanes import (
     lanes_from_trace,
     op_lanes,
 )
+from kerneltui.tui.memory_paint import MemoryCurve
 
 # Noise categories the user toggles: (id, label, event kinds, shown by default).
 GPU_CATEGORIES = (("memcpy", "memcpy", (Kind.MEMCPY,)), ("memset", "memset", (Kind.MEMSET,)))
@@ -180,6 +184,9 @@ class Browse:
     search: LaunchSearch = field(repr=False)  # `/` over kernels, ops, annotations, modules, sources
     modules: ModuleTree | None = field(default=None, repr=False)  # T: the module tree (analysis/modules.py)
     health: Health | None = field(default=None, repr=False)  # what the trace cannot be trusted for (analysis/health)
+    overview: Overview | None = field(default=None, repr=False)  # o: the step split (analysis/overview.py)
+    findings: tuple = field(default=(), repr=False)  # o: what to try next (analysis/advice.py)
+    memory: MemoryTable | None = field(default=None, repr=False)  # u and the timeline: analysis/memory.py
 
     def row_to_launch_of_call(self, row: int) -> int:
         return int(self.call_to_launch[row])
@@ -205,15 +212,19 @@ def build_browse(kernels: Kernels) -> Browse:
     called = g["launch_row"].to_numpy()
     has_call = np.flatnonzero(called >= 0)[::-1]  # reversed: the first launch of a graph replay wins
     call_to_launch[called[has_call]] = has_call
-    traffic, spec = _traffic(trace)
+    traffic, spec, traffic_result = _traffic(trace)
     sources = trace.gpu_sources if trace.meta.with_stack and len(g) else None
     context = launch_context(trace)
     group_index(trace, context)  # every grouping's codes, here rather than on the first keystroke
     range_index(trace)
     modules = module_tree(trace)  # the attribution, here rather than on the first T
     place_codes(trace)
+    steps = overview(trace)
     return Browse(
         health=trace_health(trace),
+        overview=steps,
+        findings=tuple(advice(trace, steps, traffic_result)),
+        memory=memory_table(trace),
         kernels=kernels,
         step_spans=step_spans(trace, kernels.origin),
         summary=summarize(trace),
@@ -243,6 +254,14 @@ def icicles(trace: Trace, origin: int, depths: int = 8) -> dict[int, tuple[Lane,
     return out
 
 
+def memory_curves(table: MemoryTable | None, origin: int) -> list[MemoryCurve]:
+    """Each CUDA device's allocated and reserved totals in the timeline's clock (0 at ``origin``)."""
+    if table is None:
+        return []
+    return [MemoryCurve(d.device, d.ts - origin, d.allocated, d.reserved, d.peak_allocated_bytes, d.peak_reserved_bytes)
+            for d in table.devices]
+
+
 def step_spans(trace: Trace, origin: int) -> tuple[np.ndarray, np.ndarray, tuple[str, ...]]:
     """Each step from its CPU start to the end of the last GPU work launched in it.
 
@@ -263,13 +282,13 @@ def step_spans(trace: Trace, origin: int) -> tuple[np.ndarray, np.ndarray, tuple
 
 
 def _traffic(trace: Trace):
-    """Bytes and bandwidth per launch from the data layer's traffic module, when it is there."""
+    """Bytes and bandwidth per launch from the data layer's traffic module: (its table, device, whole result)."""
     try:
         from kerneltui.analysis.traffic import compute_traffic
     except ImportError:
-        return None, None
+        return None, None, None
     result = compute_traffic(trace)
-    return result.table, result.device
+    return result.table, result.device, result
 
 
 @dataclass(frozen=True, eq=False)

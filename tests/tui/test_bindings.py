@@ -8,12 +8,14 @@ from kerneltui.tui.screens.goto import GotoScreen
 from kerneltui.tui.screens.health import HealthScreen
 from kerneltui.tui.screens.help import HelpScreen
 from kerneltui.tui.screens.loading import LoadingScreen
+from kerneltui.tui.screens.memory import MemoryScreen
 from kerneltui.tui.screens.modules import ModulesScreen, ModuleTable
+from kerneltui.tui.screens.overview import OverviewScreen
 from kerneltui.tui.widgets.table import VirtualTable
 from kerneltui.tui.widgets.timeline import Timeline
 
 ALL = [KernelTuiApp, BrowserScreen, HelpScreen, LoadingScreen, VirtualTable, Timeline, ModulesScreen, ModuleTable,
-       HealthScreen, GotoScreen]
+       HealthScreen, GotoScreen, OverviewScreen, MemoryScreen]
 
 # binding id -> the Pilot test that presses it (tests/tui/test_browser.py unless said otherwise)
 COVERED = {
@@ -48,6 +50,9 @@ COVERED = {
     "goto": "test_explorer.py::test_colon_goes_to_a_step_or_a_time",
     "goto.close": "test_explorer.py::test_colon_goes_to_a_step_or_a_time",
     "health": "test_health_tui.py::test_a_damaged_trace_says_so_under_the_header_and_h_shows_the_report",
+    **{k: "test_overview_memory_screens.py::test_o_shows_each_steps_split_and_enter_scopes_to_that_step"
+       for k in ("overview", "overview.back", "overview.focus")},
+    **{k: "test_overview_memory_screens.py::test_u_shows_the_memory_chart_peaks_and_ops" for k in ("memory", "memory.back")},
     "health.close": "test_health_tui.py::test_a_damaged_trace_says_so_under_the_header_and_h_shows_the_report",
     **{k: "test_modules.py::test_t_shows_the_tree_keys_open_and_close_and_enter_scopes_to_a_node"
        for k in ("modules", "modules.open", "modules.close", "modules.open-all", "modules.back")},

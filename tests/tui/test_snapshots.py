@@ -68,3 +68,23 @@ def test_scoped_to_a_module_wide(snap_compare):
     app = build_app(str(shared_trace("gpt_train_eager")))
     keys = ("T", "down", "right", "down", "enter", "g", "g")  # Block_1's Sequential_1, grouped by module
     assert snap_compare(app, terminal_size=WIDE, run_before=run_before(*keys))
+
+
+def test_overview_80x24(snap_compare):
+    app = build_app(str(shared_trace("gpt_train_eager")))
+    assert snap_compare(app, terminal_size=NARROW, run_before=run_before("o"))
+
+
+def test_overview_wide(snap_compare):
+    app = build_app(str(shared_trace("resnet18_train_eager")))
+    assert snap_compare(app, terminal_size=WIDE, run_before=run_before("o"))
+
+
+def test_memory_80x24(snap_compare):
+    app = build_app(str(shared_trace("gpt_train_eager")))
+    assert snap_compare(app, terminal_size=NARROW, run_before=run_before("u"))
+
+
+def test_memory_wide(snap_compare):
+    app = build_app(str(shared_trace("gpt_train_eager")))
+    assert snap_compare(app, terminal_size=WIDE, run_before=run_before("u"))

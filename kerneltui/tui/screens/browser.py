@@ -29,6 +29,7 @@ from kerneltui.tui.model import (
     Browse,
     Kernels,
     event_list,
+    memory_curves,
     names_matching,
 )
 from kerneltui.tui.query import (
@@ -120,6 +121,7 @@ class BrowserScreen(BrowserKeys):
         self.query_one(LaunchList).set_source(self.kernels, browse)
         timeline = self.query_one(Timeline)
         timeline.set_steps(*browse.step_spans, step_of_id=self.kernels.trace.gpu["iteration"].to_numpy())
+        timeline.set_memory(memory_curves(browse.memory, self.kernels.origin))
         start, end = self.kernels.trace.window
         self._base_lanes = list(browse.lanes)
         self._icicle_thread = next(iter(browse.icicles), None)  # the main thread's, until a launch says otherwise

@@ -21,7 +21,9 @@ from kerneltui.tui.query import Scope
 from kerneltui.tui.screens.goto import GotoScreen
 from kerneltui.tui.screens.health import HealthScreen
 from kerneltui.tui.screens.help import FILTER_KEYS, HelpScreen
+from kerneltui.tui.screens.memory import MemoryScreen
 from kerneltui.tui.screens.modules import ModulesScreen
+from kerneltui.tui.screens.overview import OverviewScreen
 from kerneltui.tui.widgets import kernel_table, launch_list
 from kerneltui.tui.widgets.details import DetailsPane
 from kerneltui.tui.widgets.kernel_table import KernelTable
@@ -32,7 +34,7 @@ from kerneltui.units import fmt_ns
 
 # actions that need the second loading stage (timeline, search over ops, groups): pressed before it
 # arrives (or typed while the file was read), they run once it is there rather than being lost
-NEEDS_BROWSE = frozenset({"modules", "health", "goto", "cycle_grouping", "scope", "whole", "jump", "mark", "next_match", "zoom", "pan",
+NEEDS_BROWSE = frozenset({"modules", "health", "overview", "memory", "goto", "cycle_grouping", "scope", "whole", "jump", "mark", "next_match", "zoom", "pan",
                           "zoom_selection", "timeline_size"})
 
 NOISE_KEYS = (("C", "memcpy"), ("S", "memset"), ("R", "runtime"), ("O", "cpu_op"), ("A", "annotation"), ("M", "memory"))
@@ -52,6 +54,10 @@ class BrowserKeys(Screen):
         Binding("v", "toggle_view", "View", id="toggle-view", tooltip="Switch between the kernel table and every launch"),
         Binding("T", "modules", "Modules", id="modules",
                 tooltip="The module tree: forward and backward time per nn.Module (or forward op); enter scopes to one"),
+        Binding("o", "overview", "Overview", id="overview",
+                tooltip="Where each step's time goes (kernel, memcpy, CPU-only, ...), the figures, and what to try next"),
+        Binding("u", "memory", "Memory", show=False, id="memory",
+                tooltip="GPU memory: allocated and reserved over time, peaks per step, the ops holding the most"),
         Binding("g", "cycle_grouping", "Group", id="group",
                 tooltip="Group the table by kernel, launching op, module, source line, step"),
         Binding("left_square_bracket", "scope(-1)", "Previous step", show=False, id="previous-step",
@@ -199,6 +205,27 @@ class BrowserKeys(Screen):
                 self.set_query(module=path)
 
         self.app.push_screen(ModulesScreen(self.browse.modules, self.query_state.module), scoped)
+
+    def action_overview(self) -> None:
+        """o: the step split, the figures and what to try next; Enter on a step scopes to it."""
+        if self._defer("overview"):
+            return
+        numbers = [int(n) for n in self.kernels.trace.iterations.step_numbers_]
+
+        def scoped(step: int | None) -> None:
+            if step is not None and step in numbers:
+                self.remember()
+                self.scope_to(numbers.index(step))
+
+        self.app.push_screen(OverviewScreen(self.browse.overview, self.browse.findings), scoped)
+
+    def action_memory(self) -> None:
+        """u: where the GPU memory goes (analysis/memory.py)."""
+        if self._defer("memory"):
+            return
+        start, end = self.kernels.trace.window
+        self.app.push_screen(MemoryScreen(self.browse.memory, self.kernels.origin, (0, end - start),
+                                          self.browse.step_spans))
 
     def action_health(self) -> None:
         """H: the trace's health report, whole."""

@@ -13,6 +13,7 @@ Public API (the browser and the diff screen both use it)::
     timeline.selected                        # reactive: the selected id or None
     timeline.set_marked(mask)                # bool array over GPU ids: cells holding a marked id are underlined
     timeline.set_steps(starts, ends, labels, step_of_id=None)  # step row; [ ] move between steps
+    timeline.set_memory(curves)              # a row per device: allocated memory over time (memory_paint)
     timeline.zoom(factor, center=None)       # factor > 1 zooms in, around center (default: selection or middle)
     timeline.pan(fraction)                   # move by a fraction of the window (negative: earlier)
     timeline.fit()                           # whole bounds
@@ -74,6 +75,7 @@ from textual.widget import Widget
 
 from kerneltui.terminal_text import printable
 from kerneltui.tui.lanes import Lane
+from kerneltui.tui.memory_paint import MemoryCurve, column_peaks, sparkline
 from kerneltui.tui.timeline_paint import (
     Grid,
     LaneView,
@@ -113,7 +115,7 @@ class Timeline(ComponentStyles, Widget, can_focus=True):
     COMPONENT_CLASSES = {
         "timeline--axis", "timeline--label", "timeline--label-cursor", "timeline--gpu", "timeline--cpu",
         "timeline--memcpy", "timeline--memset", "timeline--step", "timeline--selected", "timeline--marked",
-        "timeline--bar-text", "timeline--flow", "timeline--range", "timeline--hint",
+        "timeline--bar-text", "timeline--flow", "timeline--range", "timeline--hint", "timeline--memory",
     }
 
     # Every cue survives NO_COLOR (bold, reverse and underline stay; colours go): the selection is
@@ -134,6 +136,7 @@ class Timeline(ComponentStyles, Widget, can_focus=True):
     Timeline > .timeline--flow { color: $accent; text-style: dim; }
     Timeline > .timeline--range { color: $accent; background: $accent 20%; }
     Timeline > .timeline--hint { color: $text-muted; text-style: italic; }
+    Timeline > .timeline--memory { color: $warning; }
     """
 
     class _Message(Message):
@@ -193,6 +196,7 @@ class Timeline(ComponentStyles, Widget, can_focus=True):
         self._marked_counts: dict = {}
         self._steps: tuple[np.ndarray, np.ndarray, tuple[str, ...]] = (np.empty(0, np.int64), np.empty(0, np.int64), ())
         self._step_of_id: np.ndarray | None = None
+        self._memory: tuple[MemoryCurve, ...] = ()
         self._cache_key: tuple | None = None
         self._lines: list[Strip] = []
         self._range: tuple[int, int] | None = None
@@ -276,6 +280,12 @@ class Timeline(ComponentStyles, Widget, can_focus=True):
         labels = tuple(printable(str(x)) for x in labels)
         self._steps = (np.asarray(starts, np.int64), np.asarray(ends, np.int64), labels)
         self._step_of_id = step_of_id
+        self._invalidate()
+        self.refresh(layout=True)
+
+    def set_memory(self, curves: Sequence[MemoryCurve]) -> None:
+        """A row per device under the steps: allocated memory as a sparkline, █ = the device's peak."""
+        self._memory = tuple(curves)
         self._invalidate()
         self.refresh(layout=True)
 
@@ -533,7 +543,7 @@ class Timeline(ComponentStyles, Widget, can_focus=True):
         return max(self.size.width - self.label_width - 1, 1)
 
     def _header_rows(self) -> int:
-        return 2 if len(self._steps[0]) else 1
+        return (2 if len(self._steps[0]) else 1) + len(self._memory)
 
     def _lane_rows(self) -> int:
         return max(self.size.height - self._header_rows(), 0)
@@ -581,6 +591,9 @@ class Timeline(ComponentStyles, Widget, can_focus=True):
         starts, ends, labels = self._steps
         if len(starts):
             lines.append(self._line("steps", ("timeline--axis",), step_row(grid, starts, ends, labels)))
+        for curve in self._memory:
+            spark = sparkline(column_peaks(curve.ts, curve.allocated, grid.edges), curve.peak_allocated)
+            lines.append(self._line(curve.label, ("timeline--axis",), [(spark, ("timeline--memory",))]))
         rows = self._lane_rows()
         if self.lane_cursor < self._lane_top:
             self._lane_top = self.lane_cursor
