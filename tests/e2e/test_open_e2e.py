@@ -24,7 +24,7 @@ def test_open_browse_filter_and_quit_at_80x24(terminal):
     assert screen[4] == "vectorized…h_clamp_scalar>[f32]       1   1.98µs   1.98µs  46.6% aten::clamp_min"
     assert "vectorized_elementwise_kernel<CUDAFunctor_add>[f32]" in "\n".join(screen)  # details title
     # every key whole: the palette (listed in help) gives way to T at 80 columns
-    assert screen[-1].rstrip() == " ? Help  / Search  v View  T Modules  g Group  t Timeline  b Back  q Quit"
+    assert screen[-1].rstrip() == " ? Help  / Search  v View  T Modules  o Overview  g Group  t Timeline  q Quit"
 
     t.keys("v")
     screen = t.wait_for("Start▲")

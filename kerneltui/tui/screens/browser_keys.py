@@ -69,7 +69,7 @@ class BrowserKeys(Screen):
         Binding("w", "whole", "Whole trace", show=False, id="fit",
                 tooltip="Whole trace: the tables' scope and the timeline's window"),
         Binding("t", "jump", "Timeline", id="jump", tooltip="Jump from the table to the timeline, and back to the launch"),
-        Binding("b,backspace", "back", "Back", id="back",
+        Binding("b,backspace", "back", "Back", show=False, id="back",
                 tooltip="Back to where you were before the last jump (enter, t, a search hit, a step)"),
         Binding("e", "timeline_size", "Timeline size", show=False, id="timeline-size",
                 tooltip="Timeline: normal, enlarged, maximised (again: back to normal)"),
