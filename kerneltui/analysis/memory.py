@@ -195,27 +195,36 @@ def memory_table(trace, top: int = TOP_OPS) -> MemoryTable | None:
     if m is None:
         return None
     cuda = np.flatnonzero(m.device_type == CUDA)
-    op_rows = enclosing_ops(trace, m.lane[cuda], m.ts[cuda])
-    op_of = np.full(len(m.ts), -1, np.int64)
-    op_of[cuda] = op_rows
-    names = np.where(op_of >= 0, trace.names_of(trace.events["name"].to_numpy()[np.clip(op_of, 0, None)]), NO_OP)
-    where = sources(trace, innermost_frames(trace, m.lane[cuda], m.ts[cuda]))
-    module = np.full(len(m.ts), "", object)
-    source = np.full(len(m.ts), "", object)
-    module[cuda] = where["module"].to_numpy()
-    source[cuda] = where["source"].to_numpy()
-    devices = []
+    per_device = []  # (device, its events' positions in m, peak position, live at the peak, never freed)
+    needed = np.zeros(len(m.ts), bool)
     for device in np.unique(m.device_id[cuda]):
         idx = cuda[m.device_id[cuda] == device]
-        ts, alloc, reserved, delta = m.ts[idx], m.allocated[idx], m.reserved[idx], m.bytes[idx]
-        peak = int(np.argmax(alloc))
+        delta = m.bytes[idx]
+        peak = int(np.argmax(m.allocated[idx]))
         free = _frees(m.addr[idx], delta)
         allocs = delta > 0
-        position = np.arange(len(idx))
-        live = allocs & (position <= peak) & ((free < 0) | (free > peak))
+        live = allocs & (np.arange(len(idx)) <= peak) & ((free < 0) | (free > peak))
         never = allocs & (free < 0)
+        needed[idx[live | never]] = True
+        per_device.append((int(device), idx, peak, live, never))
+    # the op, module and source line only of the allocations the tables name (a fraction of the events)
+    wanted = np.flatnonzero(needed)
+    names = np.full(len(m.ts), NO_OP, object)
+    module = np.full(len(m.ts), "", object)
+    source = np.full(len(m.ts), "", object)
+    if len(wanted):
+        op_rows = enclosing_ops(trace, m.lane[wanted], m.ts[wanted])
+        names[wanted] = np.where(op_rows >= 0, trace.names_of(trace.events["name"].to_numpy()[np.clip(op_rows, 0, None)]),
+                                 NO_OP)
+        where = sources(trace, innermost_frames(trace, m.lane[wanted], m.ts[wanted]))
+        module[wanted] = where["module"].to_numpy()
+        source[wanted] = where["source"].to_numpy()
+    devices = []
+    for device, idx, peak, live, never in per_device:
+        ts, alloc, reserved, delta = m.ts[idx], m.allocated[idx], m.reserved[idx], m.bytes[idx]
+        allocs = delta > 0
         devices.append(DeviceMemory(
-            device=int(device), ts=ts, allocated=alloc, reserved=reserved,
+            device=device, ts=ts, allocated=alloc, reserved=reserved,
             peak_allocated_bytes=int(alloc[peak]), peak_allocated_ts=int(ts[peak]),
             peak_reserved_bytes=int(reserved.max()), per_step=_per_step(trace, ts, alloc),
             top_ops=_by_op(names[idx][live], delta[live], module[idx][live], source[idx][live], top),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-HELP = "Show the column cache (its directory, entries and size); --clear empties it."
+HELP = "Show the column cache (its directory, entries, kept summaries and size); --clear empties it."
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -30,6 +30,8 @@ def run(args: argparse.Namespace) -> int:
     state = "" if cache.enabled() else "  (off: KERNELTUI_CACHE=0)"
     print(printable(f"directory  {s.directory}{state}"))
     print(f"entries    {s.entries:,}")
+    if s.reports:
+        print(f"reports    {s.reports:,} (summaries kept whole: a summary asked again is answered from them)")
     print(f"size       {fmt_bytes(s.total_bytes)} of at most {fmt_bytes(s.max_bytes)} (KERNELTUI_CACHE_MAX)")
     sys.stdout.flush()
     refused = _refused(cache, directory)

@@ -61,6 +61,12 @@ def positive_int(text: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    from kerneltui.commands.report_cache import answered
+
+    return answered(args, _run)  # a summary of this very file, asked the same way, is kept whole
+
+
+def _run(args: argparse.Namespace) -> int:
     from kerneltui.analysis.ranks.discover import is_job
     from kerneltui.errors import UserError
 

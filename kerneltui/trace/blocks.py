@@ -19,7 +19,7 @@ from pathlib import Path
 
 from kerneltui.errors import TraceError
 
-try:  # ISA-L inflates ~3x faster than zlib when installed (extra `fast-gzip`).
+try:  # ISA-L inflates 2-3x faster than zlib (a dependency; zlib where its wheel is missing).
     from isal import isal_zlib as _zlib
 except ImportError:  # pragma: no cover - depends on the environment
     _zlib = zlib

@@ -31,6 +31,7 @@ from kerneltui.trace.begin_end import pair_begin_end
 from kerneltui.trace.blocks import BlockStream
 from kerneltui.trace.decode import ChunkDecoder, joined_memory
 from kerneltui.trace.events import _ONE_EVENT, events_from_items, events_from_pieces
+from kerneltui.trace.fits import check_fits
 from kerneltui.trace.meta import TOP_KEYS_READ, trace_meta
 from kerneltui.trace.pool import ChunkPool
 from kerneltui.trace.repair import Losses
@@ -62,6 +63,7 @@ class RawTrace:
 
 
 def read_trace(path: str | os.PathLike, progress: Callable[[float], None] | None = None) -> tuple[RawTrace, TraceMeta]:
+    check_fits(path)  # a load that would swap is refused before it starts
     stream = BlockStream(path, progress)
     reader = _EventReader(stream)
     raw = reader.read()

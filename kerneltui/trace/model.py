@@ -140,11 +140,21 @@ class Trace:
         return [int(r) for r in stack.enclosing(t) if r != launch_row]
 
     def shapes(self, row: int) -> dict | None:
-        """record_shapes of an op: {"dims": [...], "types": [...]}, or None."""
-        at = int(self.events["shapes_at"].iat[row]) if row >= 0 else -1
+        """record_shapes of an op: {"dims": [...], "types": [...]}, or None. Each distinct record is parsed
+        once (a training trace repeats the same records every step); do not change what it returns."""
+        at_of, length_of, parsed = self._shapes_index
+        at = int(at_of[row]) if row >= 0 else -1
         if at < 0:
             return None
-        return parse_shapes(self.shapes_blob[at : at + int(self.events["shapes_len"].iat[row])])
+        text = bytes(self.shapes_blob[at : at + int(length_of[row])])
+        if text not in parsed:
+            parsed[text] = parse_shapes(text)
+        return parsed[text]
+
+    @cached_property
+    def _shapes_index(self) -> tuple[np.ndarray, np.ndarray, dict]:
+        # the columns as arrays (DataFrame.iat costs ~20 µs a call) and the records parsed so far
+        return self.events["shapes_at"].to_numpy(), self.events["shapes_len"].to_numpy(), {}
 
 
 MAX_SHAPES_DEPTH = 64  # record_shapes nests 3 deep (a TensorList of shapes); far deeper is not a record

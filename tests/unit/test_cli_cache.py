@@ -42,9 +42,9 @@ def test_cache_shows_the_directory_entries_and_size(private_cache):
     assert kerneltui("diff", A, B, "--format", "json").returncode == 0
     full = kerneltui("cache", KERNELTUI_CACHE_MAX="1G")
     lines = full.stdout.splitlines()
-    assert lines[1] == "entries    2"
-    size = sum(p.stat().st_size for p in private_cache.glob("*.arrow"))
-    assert lines[2] == f"size       {size / 1e3:.1f} KB of at most 1.0 GB (KERNELTUI_CACHE_MAX)"
+    assert lines[1:3] == ["entries    2", "reports    1 (summaries kept whole: a summary asked again is answered from them)"]
+    size = sum(p.stat().st_size for p in [*private_cache.glob("*.arrow"), *private_cache.glob("*.report")])
+    assert lines[3] == f"size       {size / 1e3:.1f} KB of at most 1.0 GB (KERNELTUI_CACHE_MAX)"
 
 
 def test_cache_says_when_it_is_off(private_cache):

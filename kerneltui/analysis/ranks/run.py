@@ -18,6 +18,7 @@ from kerneltui.analysis.ranks.rank import RankSummary, failed_rank, summarize_ra
 from kerneltui.errors import UserError
 from kerneltui.trace import pool
 from kerneltui.trace.blocks import size_and_compression
+from kerneltui.trace.fits import available_memory
 
 LOAD_PEAK_PER_BYTE = 3  # peak memory while one rank loads, per byte of its JSON (measured ~1.3-2.5)
 DASK_INSTALL = "--scheduler needs Dask: pip install 'kerneltui[cluster]' (or pip install 'dask[distributed]')"
@@ -68,7 +69,7 @@ def local_workers(files: list[str]) -> int:
         return max(1, int(configured))
     cores = os.cpu_count() or 1
     largest = max((_json_bytes(f) for f in files), default=0)
-    available = _available_memory()
+    available = available_memory()
     if not largest or available is None:
         return min(cores, len(files))
     fit = int(0.8 * available // (LOAD_PEAK_PER_BYTE * largest))
@@ -80,20 +81,6 @@ def _json_bytes(path: str) -> int:
         return pool.json_bytes(*size_and_compression(path))
     except OSError:
         return 0
-
-
-def _available_memory() -> int | None:
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    try:
-        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (ValueError, OSError):
-        return None
 
 
 def _threads() -> int:

@@ -77,19 +77,20 @@ def copy_kind(name: str) -> tuple[str, str, int]:
 def _callers(trace: Trace, op_rows: np.ndarray, names: np.ndarray) -> np.ndarray:
     """Per op row, the row whose record judges its kernels: itself, or the caller CALLERS names."""
     ev = trace.events
+    lane, ts, kind, name_code = (ev[c].to_numpy() for c in ("lane", "ts", "kind", "name"))  # not .iat per row
     out = op_rows.copy()
     for i, (row, name) in enumerate(zip(op_rows, names)):
         allowed = CALLERS.get(short_op(str(name)))
         if not allowed:
             continue
-        stack = trace.op_stack(int(ev["lane"].iat[row]))
+        stack = trace.op_stack(int(lane[row]))
         if stack is None:
             continue
-        enclosing = [int(r) for r in stack.enclosing(int(ev["ts"].iat[row])) if ev["kind"].iat[r] == Kind.CPU_OP]
+        enclosing = [int(r) for r in stack.enclosing(int(ts[row])) if kind[r] == Kind.CPU_OP]
         at = enclosing.index(int(row)) if int(row) in enclosing else -1
         while at > 0:  # outermost first: walk up from the op while its caller may speak for it
             parent = enclosing[at - 1]
-            parent_name = short_op(trace.name(int(ev["name"].iat[parent])))
+            parent_name = short_op(trace.name(int(name_code[parent])))
             if parent_name not in allowed:
                 break
             out[i], allowed, at = parent, CALLERS.get(parent_name, frozenset()), at - 1
@@ -148,6 +149,7 @@ def _fused_optimizers(trace: Trace, ops: pd.DataFrame) -> pd.DataFrame:
     params = _parameter_bytes(trace)
     calls = np.bincount(step[step >= 0], minlength=its.count)
     ops = ops.copy()
+    known, moved, tags = [], [], []
     for row, k, name in zip(rows.tolist(), step.tolist(), names[fused]):
         if k < 0 or calls[k] != 1 or not params.get(k):
             continue
@@ -159,7 +161,16 @@ def _fused_optimizers(trace: Trace, ops: pd.DataFrame) -> pd.DataFrame:
         if op == "_fused_sgd_" and len(concrete) > MOMENTUM_AT and concrete[MOMENTUM_AT] in ("0", "0.0", "0."):
             factor -= 2
         size, tag = params[k]
-        ops.loc[row, ["bytes", "largest", "basis", "dtype"]] = [float(factor * size), np.nan, "optimizer", tag]
+        known.append(row)
+        moved.append(float(factor * size))
+        tags.append(tag)
+    if known:  # one assignment: .loc per row cost ~5 ms each (2.7 s on a 1 GB trace)
+        at = ops.index.get_indexer(known)
+        for column, values in (("bytes", moved), ("largest", [np.nan] * len(known)), ("basis", ["optimizer"] * len(known)),
+                               ("dtype", tags)):
+            column_values = ops[column].to_numpy().copy()
+            column_values[at] = values
+            ops[column] = column_values
     return ops
 
 
