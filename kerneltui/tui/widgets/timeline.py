@@ -216,6 +216,7 @@ class Timeline(ComponentStyles, Widget, can_focus=True):
 
         ``bounds`` (the zoom-out limit) defaults to the bounds given before, else the lanes' extent.
         """
+        wanted = self.wanted_height()
         self.lanes = list(lanes)
         self.waiting = ""
         self._marked_counts = {}
@@ -234,7 +235,9 @@ class Timeline(ComponentStyles, Widget, can_focus=True):
         else:
             self.set_reactive(Timeline.window, clamped)
         self._invalidate()
-        self.refresh(layout=True)  # the height follows the number of lanes
+        # the height follows the number of lanes: a relayout only when that changes (the icicle swapped for
+        # another thread's as the cursor moves to a launch of that thread keeps it)
+        self.refresh(layout=self.wanted_height() != wanted)
 
     def set_window(self, start: int, end: int) -> None:
         self.window = (int(start), int(end))
