@@ -64,6 +64,11 @@ def _misaligned(op: str, shapes: dict | None) -> str:
     return ""
 
 
+def _flops_known(op: str) -> bool:
+    """The ops (short names) whose kernels can be judged here: the traffic rules count FLOPs only for these."""
+    return op in GEMM_OPS or op in CONV_ARGS or op == "convolution_backward" or op.startswith("triton_tem_")
+
+
 def gemm_below_peak(trace: Trace, traffic: Traffic | None = None) -> Finding | None:
     spec = device_spec(trace.meta.device_name)
     if spec is None or not trace.meta.record_shapes:
@@ -76,7 +81,7 @@ def gemm_below_peak(trace: Trace, traffic: Traffic | None = None) -> Finding | N
     counted = kernel & ~np.array(comm, bool)[per_row] if len(comm) else kernel
     dur = g["dur"].to_numpy().astype(np.float64)
     total = float(dur[counted].sum())
-    t = (traffic or compute_traffic(trace)).table
+    t = (traffic or compute_traffic(trace, ops=_flops_known)).table
     flops = t["flops"].to_numpy(np.float64)
     dtype = t["dtype"].astype(str).to_numpy()
     peaks = {tag: spec.peak_tflops(tag) or np.nan for tag in pd.unique(dtype)}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING
@@ -198,10 +199,13 @@ def _parameter_bytes(trace: Trace) -> dict[int, tuple[int, str]]:
     return {k: (v[0], v[1]) for k, v in out.items()}
 
 
-def compute_traffic(trace: Trace, device_name: str | None = None) -> Traffic:
+def compute_traffic(trace: Trace, device_name: str | None = None,
+                    ops: Callable[[str], bool] | None = None) -> Traffic:
     """Bytes, FLOPs and achieved bandwidth for every GPU event of a trace.
 
-    The peak comes from the trace's device name unless ``device_name`` is given.
+    The peak comes from the trace's device name unless ``device_name`` is given. ``ops``: only the
+    kernels of ops whose short name (``short_op``) it accepts are judged (the GEMM rule needs only
+    GEMMs'); every other kernel is left as of no op ("no-op", NaN).
     """
     g = trace.gpu
     spec = device_spec(device_name or trace.meta.device_name)
@@ -210,6 +214,10 @@ def compute_traffic(trace: Trace, device_name: str | None = None) -> Traffic:
     op_row = g["op_row"].to_numpy()
     graph = g["graph"].to_numpy()
     is_kernel = (kind == Kind.KERNEL) & (op_row >= 0) & ~graph
+    if ops is not None and is_kernel.any():
+        codes = trace.events["name"].to_numpy()[op_row[is_kernel]]
+        accepted = [c for c in np.unique(codes).tolist() if ops(short_op(trace.name(int(c))))]
+        is_kernel[is_kernel] = np.isin(codes, accepted)
 
     out = pd.DataFrame(index=g.index)
     out["dur"] = g["dur"].to_numpy()
