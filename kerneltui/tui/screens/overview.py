@@ -111,15 +111,21 @@ class OverviewScreen(ModalScreen[int | None]):
             head.append("\neach step's span: " + " > ".join(HEADS[p] for p in PARTS), style="dim")
             if zero:
                 head.append(f"\nnone in any step: {', '.join(zero)}", style="dim")
-        head.append("\n⏎ scope the browser to a step · tab steps/findings · escape back", style="dim")
+            head.append("\n⏎ scope the browser to a step · tab steps/findings · escape back", style="dim")
+        else:
+            head.append(f"\n{printable(NO_STEPS)}")
+            head.append("\n↑↓ scroll · escape back", style="dim")
         return head
 
     def on_mount(self) -> None:
         self._fill()
         table = self.query_one(StepTable)
-        self.set_focus(table)
         if table.row_count():
+            self.set_focus(table)
             table.move_cursor(0)
+        else:  # no step to list: the head says so, and the findings get the keys
+            table.display = False
+            self.set_focus(self.query_one("#overview-more"))
 
     def on_resize(self) -> None:
         self._fill()
