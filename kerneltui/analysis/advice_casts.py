@@ -13,9 +13,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from kerneltui.analysis.advice import Finding, _in_steps, _per_name, is_compiled
-from kerneltui.analysis.overview import Overview
-from kerneltui.analysis.ranks.collectives import kind_of_name
+from kerneltui.analysis.advice import Finding, _in_steps, is_compiled
+from kerneltui.analysis.overview import Overview, comm_kernels
 from kerneltui.analysis.traffic import ITEMSIZE
 from kerneltui.trace.model import Trace, parse_shapes
 from kerneltui.trace.schema import Kind
@@ -48,8 +47,7 @@ def unfused_casts(trace: Trace, o: Overview) -> Finding | None:
     kernel = (g["kind"].to_numpy() == Kind.KERNEL) & ~g["graph"].to_numpy()
     if not kernel.any():
         return None
-    comm, per_row = _per_name(g["full_name"], lambda n: kind_of_name(n) is not None)
-    counted = kernel & ~np.array(comm, bool)[per_row] if len(comm) else kernel
+    counted = kernel & ~comm_kernels(trace)  # collectives wait by design: not kernel time to judge
     dur = g["dur"].to_numpy().astype(np.float64)
     total = float(dur[counted].sum())
     op_rows = g["op_row"].to_numpy()

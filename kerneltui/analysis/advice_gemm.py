@@ -14,8 +14,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from kerneltui.analysis.advice import Finding, _per_name
-from kerneltui.analysis.ranks.collectives import kind_of_name
+from kerneltui.analysis.advice import Finding
+from kerneltui.analysis.overview import comm_kernels
 from kerneltui.analysis.traffic import Traffic, compute_traffic, short_op
 from kerneltui.analysis.traffic.compute_rules import CONV_ARGS, GEMM_OPS
 from kerneltui.trace.devices import device_spec
@@ -77,8 +77,7 @@ def gemm_below_peak(trace: Trace, traffic: Traffic | None = None) -> Finding | N
     kernel = g["kind"].to_numpy() == Kind.KERNEL
     if not kernel.any():
         return None
-    comm, per_row = _per_name(g["full_name"], lambda n: kind_of_name(n) is not None)
-    counted = kernel & ~np.array(comm, bool)[per_row] if len(comm) else kernel
+    counted = kernel & ~comm_kernels(trace)  # collectives wait by design: not kernel time to judge
     dur = g["dur"].to_numpy().astype(np.float64)
     total = float(dur[counted].sum())
     t = (traffic or compute_traffic(trace, ops=_flops_known)).table

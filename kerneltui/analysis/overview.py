@@ -124,7 +124,7 @@ def category_intervals(trace: Trace) -> dict[str, tuple[np.ndarray, np.ndarray]]
     ev = trace.events
     g = trace.gpu
     kind = g["kind"].to_numpy()
-    is_comm = _by_name(g["full_name"], lambda n: kind_of_name(n) is not None) & (kind == Kind.KERNEL)
+    is_comm = comm_kernels(trace)
     ts, end = g["ts"].to_numpy(), g["end"].to_numpy()
     parts = {
         "kernel": (kind == Kind.KERNEL) & ~is_comm,
@@ -150,6 +150,12 @@ def category_intervals(trace: Trace) -> dict[str, tuple[np.ndarray, np.ndarray]]
     ops = (ev_kind[cpu] == Kind.CPU_OP) & ~is_step & np.isin(lanes, step_lanes)
     out["cpu_only"] = (cpu_ts[ops], cpu_end[ops])
     return out
+
+
+def comm_kernels(trace: Trace) -> np.ndarray:
+    """Per row of trace.gpu: a kernel whose name says it is a collective (NCCL/RCCL, symmetric memory...)."""
+    g = trace.gpu
+    return _by_name(g["full_name"], lambda n: kind_of_name(n) is not None) & (g["kind"].to_numpy() == Kind.KERNEL)
 
 
 def _by_name(names: pd.Series, test) -> np.ndarray:
