@@ -14,8 +14,8 @@ import numpy as np
 
 from kerneltui.units import fmt_bytes
 
-SPARK = "▁▂▃▄▅▆▇█"  # 1/8 .. 8/8 of the scale; a blank cell is "no event yet"
-EIGHTHS = " ▁▂▃▄▅▆▇█"
+EIGHTHS = " ▁▂▃▄▅▆▇█"  # 0/8 .. 8/8 of a cell
+SPARK = EIGHTHS[1:]  # the sparkline's levels: at least 1/8; a blank cell is "no event yet"
 RESERVED = "░"  # the chart's reserved-but-free cells
 
 
