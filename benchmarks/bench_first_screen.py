@@ -23,22 +23,26 @@ import time
 import uuid
 from pathlib import Path
 
-from kerneltui.trace.cache import SUFFIX, TEMP_PREFIX
+from kerneltui.trace.cache_dir import SCREEN_SUFFIX, SUFFIX, TEMP_PREFIX
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 DEFAULT = [HERE / "data" / "replicated_1000mb.json", HERE / "data" / "replicated_1000mb.json.gz"]
 READY = "Count"  # the kernel table's header: the first screen is up
+HELP = "escape closes"  # the help screen's title: the app answered a key
 
 
-def written(directory: Path) -> bool:
+def written(directory: Path, suffix: str = SUFFIX) -> bool:
     """A whole entry is there (not only the temp file it is written into)."""
-    return any(not p.name.startswith(TEMP_PREFIX) for p in directory.glob(f"*{SUFFIX}"))
+    return any(not p.name.startswith(TEMP_PREFIX) for p in directory.glob(f"*{suffix}"))
 
 
-def first_screen(path: Path, env: dict[str, str], timeout: float = 120, entry_in: Path | None = None) -> float:
-    """Seconds to the first screen; with ``entry_in``, the pane is kept until the app's background
-    thread has written its cache entry there (the next, warm run needs it)."""
+def first_screen(path: Path, env: dict[str, str], timeout: float = 120, entry_in: Path | None = None,
+                 live: list[float] | None = None) -> float:
+    """Seconds to the first screen; with ``entry_in``, the pane is kept until the app has written its
+    cache entry and its kept first screen there (the next, warm run needs them). With ``live``, `?` is
+    pressed as soon as the table is up, and the seconds to the help screen (the app answering keys:
+    a kept first screen is up before the app is) are appended to it."""
     subprocess.run(["tmux", "start-server", ";", "set-option", "-g", "exit-empty", "off"], check=True)
     name = f"kerneltui-bench-{uuid.uuid4().hex[:8]}"
     assignments = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
@@ -52,7 +56,17 @@ def first_screen(path: Path, env: dict[str, str], timeout: float = 120, entry_in
                                     check=False).stdout
             if READY in screen:
                 seconds = time.perf_counter() - start
-                while entry_in is not None and not written(entry_in) and time.perf_counter() - start < timeout:
+                if live is not None:
+                    subprocess.run(["tmux", "send-keys", "-t", name, "?"], check=True)
+                    while HELP not in subprocess.run(["tmux", "capture-pane", "-p", "-t", name], capture_output=True,
+                                                     text=True, check=False).stdout:
+                        if time.perf_counter() - start > timeout:
+                            raise SystemExit(f"{path.name}: no answer to a key within {timeout:.0f} s")
+                        time.sleep(0.01)
+                    live.append(time.perf_counter() - start)
+                while entry_in is not None and not (written(entry_in) and written(entry_in, SCREEN_SUFFIX)):
+                    if time.perf_counter() - start > timeout:
+                        break
                     time.sleep(0.05)
                 return seconds
             time.sleep(0.02)

@@ -4,7 +4,9 @@ Whole processes, interpreter start and imports included, median of ``--repeat`` 
 
   baseline  `python -c pass`, and `orjson.loads` of the large trace's bytes (read and parse, whole process)
   small     `summary --format json` of the shipped example, cache warm (goal 0.25 s, checked at 0.30)
-            `open` to its first table at 120x40, cache warm (goal 0.4 s, checked at 0.5; needs tmux)
+            `open` to its first table at 120x40, cache warm (goal 0.4 s, checked at 0.5; needs tmux):
+            the first open keeps its first screen, later ones show it at once; the row after it
+            is when the app itself answers a key (`?`), pressed as soon as the table is up
   large     `summary --format json`, cache warm (checked at 0.02 x orjson), cold plain (0.075 x) and
             cold gzipped (0.10 x); `open` to the first table, cache warm (0.5 s) and cold (2.0 s)
 
@@ -80,10 +82,13 @@ def main() -> None:
         value = seconds([*kt, "summary", str(SMALL), "--format", "json", "--no-cache"], env, args.repeat)
         row("small: summary --format json, no cache", value, "", None)
         if screens:
-            first_screen(SMALL, {"KERNELTUI_CACHE": "1", "XDG_CACHE_HOME": home})
-            value = statistics.median(first_screen(SMALL, {"KERNELTUI_CACHE": "1", "XDG_CACHE_HOME": home})
-                                      for _ in range(args.repeat))
+            warm = {"KERNELTUI_CACHE": "1", "XDG_CACHE_HOME": home}
+            value = first_screen(SMALL, warm, entry_in=Path(home, "kerneltui"))  # keeps its first screen
+            row("small: open to its first table, first time", value, "", None)
+            live: list[float] = []
+            value = statistics.median(first_screen(SMALL, warm, live=live) for _ in range(args.repeat))
             row("small: open to its first table, warm", value, "0.4 s (checked <= 0.5)", value <= 0.5)
+            row("small: open to its first answered key, warm", statistics.median(live), "", None)
 
         large = [*kt, "summary", str(plain), "--format", "json"]
         value = seconds(large, cold, 1)
@@ -94,8 +99,13 @@ def main() -> None:
         value = seconds(large, env, args.repeat)
         row(f"large: summary, warm ({value / parse:.3f} x orjson)", value, "<= 0.02 x orjson", value <= 0.02 * parse)
         if screens:
-            value = first_screen(plain, {"KERNELTUI_CACHE": "1", "XDG_CACHE_HOME": home})
+            warm = {"KERNELTUI_CACHE": "1", "XDG_CACHE_HOME": home}
+            value = first_screen(plain, warm, entry_in=Path(home, "kerneltui"))  # keeps its first screen
+            row("large: open to its first table, cached columns", value, "", None)
+            live = []
+            value = statistics.median(first_screen(plain, warm, live=live) for _ in range(3))
             row("large: open to its first table, warm", value, "<= 0.5 s", value <= 0.5)
+            row("large: open to its first answered key, warm", statistics.median(live), "", None)
             value = first_screen(plain, {"KERNELTUI_CACHE": "0"})
             row("large: open to its first table, cold", value, "<= 2.0 s", value <= 2.0)
     finally:

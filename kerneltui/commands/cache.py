@@ -32,6 +32,8 @@ def run(args: argparse.Namespace) -> int:
     print(f"entries    {s.entries:,}")
     if s.reports:
         print(f"reports    {s.reports:,} (summaries kept whole: a summary asked again is answered from them)")
+    if s.screens:
+        print(f"screens    {s.screens:,} (first screens of `open`: shown at once when the trace is opened again)")
     print(f"size       {fmt_bytes(s.total_bytes)} of at most {fmt_bytes(s.max_bytes)} (KERNELTUI_CACHE_MAX)")
     sys.stdout.flush()
     refused = _refused(cache, directory)

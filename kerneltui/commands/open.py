@@ -30,14 +30,20 @@ def run(args: argparse.Namespace) -> int:
     if is_job(args.trace):
         return run_job(args)
     check_trace_path(args.trace[0])  # a missing file is one line, not a screen that shows it
-    from kerneltui.trace.model import load_trace, start_workers_for
-    from kerneltui.tui.app import build_app  # textual loads only for this command
+    kept, put_back = _kept_screen(args)  # on screen now, before the imports below
+    try:
+        from kerneltui.trace.model import load_trace, start_workers_for
+        from kerneltui.tui.app import build_app  # textual loads only for this command
+    except BaseException:
+        put_back()
+        raise
 
     path = args.trace[0]
     start_workers_for([path], cache=False if args.no_cache else None)  # before Textual's threads
     # write_later: a new cache entry is written after the first screen, not before it
-    app = build_app(path, functools.partial(load_trace, cache=False if args.no_cache else None, write_later=True))
-    return _run_app(app)
+    app = build_app(path, functools.partial(load_trace, cache=False if args.no_cache else None, write_later=True),
+                    kept=kept)
+    return _run_app(app, put_back)
 
 
 def _report(args: argparse.Namespace) -> int:
@@ -56,8 +62,22 @@ def run_job(args: argparse.Namespace) -> int:
     return _run_app(build_ranks_app(args.trace, cache=False if args.no_cache else None))
 
 
-def _run_app(app) -> int:
-    app.run()
+def _kept_screen(args: argparse.Namespace):
+    """(what the app keeps or shows of its first screen, the undo of showing it): commands/kept_screen.py."""
+    from kerneltui.commands import kept_screen
+
+    size = kept_screen.terminal_size()
+    where = kept_screen.kept_for(args.trace[0], size, no_cache=args.no_cache)
+    lines = kept_screen.read(where) if where is not None else None
+    put_back = kept_screen.show(lines) if lines is not None else (lambda: None)
+    return kept_screen.FirstScreen(where, lines, size), put_back
+
+
+def _run_app(app, put_back=lambda: None) -> int:
+    try:
+        app.run()
+    finally:
+        put_back()  # the terminal as it was before a kept screen was shown (Textual restores its own)
     # after the screen is gone, the lines the CLI prints (the error, or the warnings), on stderr
     for line in app.after_exit_lines():
         print(line, file=sys.stderr)

@@ -23,21 +23,17 @@ of a big trace: cheaper to recompute than to keep), a trace that is no regular f
 from __future__ import annotations
 
 import argparse
-import hashlib
-import json
 import os
 import shutil
 import sys
 from collections.abc import Callable
-from pathlib import Path
 
-from kerneltui import __version__
-from kerneltui.trace import cache_dir as place
+from kerneltui.commands import kept as keep
+from kerneltui.trace.cache_dir import REPORT_SUFFIX
 
-MAGIC = b"kerneltui-report 1\n"
+MAGIC = b"kerneltui-report 2\n"
 KEEP_UP_TO = 16 << 20  # characters of output: a bigger one (every launch of a big trace) is cheaper to recompute
 OWN_NOTES = ("kerneltui: cache not used:", "the cached columns of this trace could not be read")
-_code: str | None = None
 
 
 def answered(args: argparse.Namespace, compute: Callable[[argparse.Namespace], int]) -> int:
@@ -45,14 +41,12 @@ def answered(args: argparse.Namespace, compute: Callable[[argparse.Namespace], i
     where = _entry(args)
     if where is None:
         return compute(args)
-    directory, key, entry = where
-    kept = _read(entry, key)
+    kept = _read(where)
     if kept is not None:
         rc, out, err = kept
         sys.stdout.write(out)
         sys.stdout.flush()
         sys.stderr.write(err)
-        place._touch(entry)
         return rc
     out, err = _Tee(sys.stdout), _Tee(sys.stderr)
     sys.stdout, sys.stderr = out, err
@@ -61,60 +55,21 @@ def answered(args: argparse.Namespace, compute: Callable[[argparse.Namespace], i
     finally:
         sys.stdout, sys.stderr = out.inner, err.inner
     if not out.overflowed and not err.overflowed and not any(note in err.text() for note in OWN_NOTES):
-        _write(directory, entry, key, int(rc or 0), out.text(), err.text())
+        body_out, body_err = out.text().encode("utf-8", "surrogateescape"), err.text().encode("utf-8", "surrogateescape")
+        keep.write(where, MAGIC, {"rc": int(rc or 0), "out": len(body_out)}, body_out + body_err)
     return rc
 
 
-def _entry(args: argparse.Namespace) -> tuple[Path, str, Path] | None:
-    """(cache directory, key digest, entry path) when this run may be answered or kept, else None."""
+def _entry(args: argparse.Namespace) -> keep.Kept | None:
+    """Where this run's report is kept, when it may be answered or kept; else None."""
     paths = args.trace if isinstance(args.trace, list) else [args.trace]
     if len(paths) != 1 or getattr(args, "no_cache", False) or getattr(args, "scheduler", None):
         return None
-    if not place.enabled() or not place.regular_file(paths[0]):
-        return None  # a directory (a job), a pipe, a FIFO, missing: the normal path says what it is
-    try:
-        identity = place.file_identity(paths[0])
-    except OSError:
-        return None
-    directory = place.cache_dir()
-    try:
-        place.private_dir(directory)  # False when not there yet: a miss, and the write makes it
-    except place.UnsafeDir as exc:
-        place._tell(exc)
-        return None
-    except OSError:
-        return None
-    key = _key(args, identity)
-    entry = directory / f"{place.path_digest(identity['path'])}-{key[:24]}{place.REPORT_SUFFIX}"
-    return directory, key, entry
-
-
-def _key(args: argparse.Namespace, identity: dict) -> str:
     asked = {k: v for k, v in vars(args).items() if not k.startswith("_") and k != "argv"}
-    env = sorted((k, v) for k, v in os.environ.items() if k.startswith("KERNELTUI_"))
     terminal = (shutil.get_terminal_size((80, 24)).columns, _isatty(sys.stdout), _isatty(sys.stderr))
-    what = {"file": identity, "argv": list(getattr(args, "argv", [])), "args": repr(sorted(asked.items())),
-            "env": env, "terminal": terminal, "code": _code_digest(), "version": __version__,
-            "cwd": os.getcwd()}
-    return hashlib.blake2b(json.dumps(what, sort_keys=True, default=str).encode("utf-8", "surrogateescape"),
-                           digest_size=16).hexdigest()
-
-
-def _code_digest() -> str:
-    """Every file of the package by name, size and time: any edit, rebuild or upgrade changes it."""
-    global _code
-    if _code is None:
-        root = Path(__file__).resolve().parents[1]
-        h = hashlib.blake2b(digest_size=16)
-        for folder, dirs, files in os.walk(root):
-            dirs[:] = sorted(d for d in dirs if d != "__pycache__")
-            for name in sorted(files):
-                if name.endswith((".py", ".so", ".pyd", ".tcss")):
-                    st = os.stat(os.path.join(folder, name))
-                    h.update(f"{os.path.relpath(os.path.join(folder, name), root)}\0{st.st_size}\0"
-                             f"{st.st_mtime_ns}\0".encode("utf-8", "surrogateescape"))
-        _code = h.hexdigest()
-    return _code
+    what = {"argv": list(getattr(args, "argv", [])), "args": repr(sorted(asked.items())),
+            "terminal": terminal, "cwd": os.getcwd()}
+    return keep.kept_for(paths[0], REPORT_SUFFIX, what)
 
 
 def _isatty(stream) -> bool:
@@ -124,53 +79,20 @@ def _isatty(stream) -> bool:
         return False
 
 
-def _read(entry: Path, key: str) -> tuple[int, str, str] | None:
-    """(exit status, stdout, stderr) kept in ``entry`` for ``key``; None when missing, foreign or damaged."""
-    try:
-        fd = place.open_entry(entry)
-    except (OSError, place.RefusedEntry):
+def _read(where: keep.Kept) -> tuple[int, str, str] | None:
+    """(exit status, stdout, stderr) kept for this run; None when missing, foreign or damaged."""
+    found = keep.read(where, MAGIC)
+    if found is None:
         return None
-    with os.fdopen(fd, "rb") as f:
-        data = f.read()
-    if not data.startswith(MAGIC):
-        return None
+    head, body = found
     try:
-        head_end = data.index(b"\n", len(MAGIC))
-        head = json.loads(data[len(MAGIC):head_end])
-        body = data[head_end + 1:]
-        n_out, n_err = int(head["out"]), int(head["err"])
-        if head["key"] != key or len(body) != n_out + n_err:
-            return None
-        out, err = body[:n_out].decode("utf-8", "surrogateescape"), body[n_out:].decode("utf-8", "surrogateescape")
-        return int(head["rc"]), out, err
-    except (ValueError, KeyError, TypeError):
+        n_out = int(head["out"])
+        rc = int(head["rc"])
+    except (KeyError, TypeError, ValueError):
         return None
-
-
-def _write(directory: Path, entry: Path, key: str, rc: int, out: str, err: str) -> None:
-    """Kept through a temporary file and a rename: a reader sees a whole entry or none. Never raises."""
-    import tempfile
-
-    tmp = None
-    try:
-        place.private_dir(directory, create=True)
-        body_out, body_err = out.encode("utf-8", "surrogateescape"), err.encode("utf-8", "surrogateescape")
-        head = json.dumps({"key": key, "rc": rc, "out": len(body_out), "err": len(body_err)}).encode()
-        fd, tmp = tempfile.mkstemp(prefix=place.TEMP_PREFIX, suffix=place.REPORT_SUFFIX, dir=directory)  # 0600
-        with os.fdopen(fd, "wb") as f:
-            f.write(MAGIC + head + b"\n" + body_out + body_err)
-        if not place._free_or_ours(entry):
-            return  # a link, a FIFO or another user's file at this name: left alone
-        os.replace(tmp, entry)
-        tmp = None
-        place.evict(directory, place.max_bytes(), keep=entry)
-    except place.UnsafeDir as exc:
-        place._tell(exc)
-    except Exception:  # noqa: BLE001, S110 - a full disk, a read-only directory: no report kept, no error
-        pass
-    finally:
-        if tmp is not None:
-            place._remove(Path(tmp))
+    if not 0 <= n_out <= len(body):
+        return None
+    return rc, body[:n_out].decode("utf-8", "surrogateescape"), body[n_out:].decode("utf-8", "surrogateescape")
 
 
 class _Tee:

@@ -1,11 +1,12 @@
 """Where kerneltui keeps what it caches, and which files there it trusts (no numpy, no pyarrow).
 
-The cache directory is ``$XDG_CACHE_HOME/kerneltui`` (else ``~/.cache/kerneltui``). Two kinds
+The cache directory is ``$XDG_CACHE_HOME/kerneltui`` (else ``~/.cache/kerneltui``). Three kinds
 of entry live there, each named ``<path digest>-<entry digest>`` by the file it is for:
-``.arrow``, a trace's decoded columns (trace/cache.py), and ``.report``, the output of a
-``summary`` of it (commands/report_cache.py). This module is the part both share: whether the
-directory may be used at all, how an entry is opened and what the sweeps may remove. It
-imports nothing heavy, so that a command answered from a report starts in a few milliseconds.
+``.arrow``, a trace's decoded columns (trace/cache.py); ``.report``, the output of a ``summary``
+of it (commands/report_cache.py); ``.screen``, the first screen ``open`` drew of it
+(commands/kept_screen.py). This module is the part they share: whether the directory may be
+used at all, how an entry is opened and what the sweeps may remove. It imports nothing
+heavy, so that a command answered from a kept entry starts in a few milliseconds.
 
 Only this user's own files are trusted (a planted entry could show any numbers): the
 directory must be theirs, not a symbolic link and private (kerneltui creates it 0700, and
@@ -30,10 +31,11 @@ from pathlib import Path
 
 SUFFIX = ".arrow"
 REPORT_SUFFIX = ".report"
+SCREEN_SUFFIX = ".screen"
 TEMP_PREFIX = ".tmp-"
 # The only names the sweeps remove: entries (cache.entry_path's, report_cache's), and temporary files (mkstemp's).
-ENTRY_NAME = re.compile(r"[0-9a-f]{16}-[0-9a-f]{24}\.(?:arrow|report)")
-TEMP_NAME = re.compile(r"\.tmp-[0-9a-z_]+\.(?:arrow|report)")
+ENTRY_NAME = re.compile(r"[0-9a-f]{16}-[0-9a-f]{24}\.(?:arrow|report|screen)")
+TEMP_NAME = re.compile(r"\.tmp-[0-9a-z_]+\.(?:arrow|report|screen)")
 EDGE_BYTES = 1 << 20  # a file's identity hashes its first and last MiB
 DEFAULT_MAX_BYTES = 10 * 10**9
 _STALE_TEMP_S = 3600  # a temporary file this old belongs to a writer that died
@@ -244,6 +246,7 @@ class CacheStats:
     total_bytes: int  # of every entry, reports included
     max_bytes: int
     reports: int = 0  # kept summary outputs (.report)
+    screens: int = 0  # kept first screens of `open` (.screen)
 
 
 def _entries(directory: Path, name: re.Pattern = ENTRY_NAME) -> list[tuple[Path, os.stat_result]]:
@@ -268,7 +271,9 @@ def stats(directory: Path | None = None) -> CacheStats:
     directory = cache_dir() if directory is None else directory
     entries = _entries(directory)
     reports = sum(p.name.endswith(REPORT_SUFFIX) for p, _ in entries)
-    return CacheStats(directory, len(entries) - reports, sum(st.st_size for _, st in entries), max_bytes(), reports)
+    screens = sum(p.name.endswith(SCREEN_SUFFIX) for p, _ in entries)
+    return CacheStats(directory, len(entries) - reports - screens, sum(st.st_size for _, st in entries), max_bytes(),
+                      reports, screens)
 
 
 def clear(directory: Path | None = None) -> tuple[int, int]:

@@ -11,12 +11,15 @@ import gc
 from textual import work
 from textual.worker import get_current_worker
 
+from kerneltui.commands import kept_screen
+from kerneltui.commands.kept_screen import FirstScreen
 from kerneltui.terminal_text import printable
 from kerneltui.trace.model import load_trace
 from kerneltui.tui.loading_app import Loader, LoadingApp
 from kerneltui.tui.messages import BrowseReady, KernelsReady, LoadProgress, LoadStage
 from kerneltui.tui.model import build_browse, build_kernels
 from kerneltui.tui.screens.browser import BrowserScreen
+from kerneltui.tui.screens.kept_frame import KeptFrameScreen, frame_lines
 from kerneltui.tui.screens.loading import LoadingScreen
 
 
@@ -24,12 +27,18 @@ class KernelTuiApp(LoadingApp):
     CSS_PATH = "app.tcss"
     TITLE = "kerneltui"
 
-    def __init__(self, path: str, loader: Loader = load_trace) -> None:
+    def __init__(self, path: str, loader: Loader = load_trace, kept: FirstScreen | None = None) -> None:
         super().__init__(loader)
         self.path = path
+        self.kept = kept  # commands/kept_screen.py: the first screen shown already, or where to keep it
+        self._keeping: BrowserScreen | None = None  # the browser whose first draw is to be kept
+        self._browse_held: BrowseReady | None = None  # stage 2, held until that draw is kept
 
     def on_mount(self) -> None:
-        self.push_screen(LoadingScreen(self.path))
+        if self.kept is not None and self.kept.lines is not None:
+            self.push_screen(KeptFrameScreen(self.path, self.kept.lines, self.kept.size))
+        else:
+            self.push_screen(LoadingScreen(self.path))
         self.load()
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="load", name="load trace")
@@ -40,12 +49,29 @@ class KernelTuiApp(LoadingApp):
 
     def on_kernels_ready(self, message: KernelsReady) -> None:
         self.loaded = [message.kernels.trace.meta]
-        self.switch_screen(BrowserScreen(message.kernels))
+        browser = BrowserScreen(message.kernels)
+        if self.kept is not None and self.kept.where is not None and self.kept.lines is None and not self.pending_keys:
+            self._keeping = browser  # its first draw, untouched by keys, is what the next open shows at once
+        self.switch_screen(browser)
         self.call_after_refresh(self.replay_pending_keys)
         for warning in message.kernels.trace.meta.warnings:
             self.notify(printable(warning), title="trace", severity="warning", timeout=8, markup=False)
 
+    def browser_drawn(self, browser: BrowserScreen) -> None:
+        """The browser's first draw is on screen: keep it (before stage 2 changes it) for the next open."""
+        if self._keeping is not browser:
+            return
+        self._keeping = None
+        if self.screen is browser and (self.size.width, self.size.height) == tuple(self.kept.size):
+            kept_screen.write(self.kept.where, frame_lines(browser))
+        if self._browse_held is not None:
+            held, self._browse_held = self._browse_held, None
+            self.on_browse_ready(held)
+
     def on_browse_ready(self, message: BrowseReady) -> None:
+        if self._keeping is not None:
+            self._browse_held = message  # the kept first screen is stage 1's, whichever stage came first
+            return
         browser = self._browser()
         if browser is not None:
             browser.set_browse(message.browse)
@@ -76,7 +102,7 @@ def post_stages(app, trace) -> None:
         app.post_message(BrowseReady(browse))
 
 
-def build_app(path: str, loader: Loader = load_trace) -> KernelTuiApp:
+def build_app(path: str, loader: Loader = load_trace, kept: FirstScreen | None = None) -> KernelTuiApp:
     # load_trace decodes in this app's loading thread, with the decode workers that `open`
     # started before Textual did (trace/pool.py says why), else in that thread alone.
-    return KernelTuiApp(str(path), loader)
+    return KernelTuiApp(str(path), loader, kept)

@@ -62,6 +62,8 @@ class LoadingApp(App):
         if isinstance(error, UserError):
             # the same one line the CLI prints, shown in the app; the exit status says it failed
             self.error = str(error)
+            if not any(isinstance(s, LoadingScreen) for s in self.screen_stack):
+                self.switch_screen(LoadingScreen(getattr(self.screen, "path", "")))  # it shows the error
             for screen in self.screen_stack:
                 if isinstance(screen, LoadingScreen) and screen.is_mounted:
                     screen.failed(self.error)  # (not mounted yet: it shows app.error on mount)

@@ -93,11 +93,14 @@ def test_open_no_cache_hands_the_app_a_loader_without_cache(monkeypatch):
     class Done(Exception):
         pass
 
-    def fake_build_app(path, loader):
+    def fake_build_app(path, loader, kept=None):
         seen.append(loader)
+        kepts.append(kept)
         raise Done
 
+    kepts = []
     monkeypatch.setattr(app_module, "build_app", fake_build_app)
+    monkeypatch.setattr("kerneltui.commands.kept_screen.terminal_size", lambda: (120, 40))
     on_a_terminal(monkeypatch, "open")
     for argv in (["open", A, "--no-cache"], ["open", A]):
         with pytest.raises(Done):
@@ -106,6 +109,7 @@ def test_open_no_cache_hands_the_app_a_loader_without_cache(monkeypatch):
     assert isinstance(without, functools.partial) and without.func is load_trace
     assert without.keywords == {"cache": False, "write_later": True}
     assert with_cache.func is load_trace and with_cache.keywords == {"cache": None, "write_later": True}
+    assert kepts[0].where is None and kepts[1].where is not None  # no first screen kept with --no-cache either
 
 
 def test_diff_screen_no_cache_hands_the_app_a_loader_without_cache(monkeypatch):

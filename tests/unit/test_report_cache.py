@@ -15,7 +15,7 @@ import sys
 import pytest
 
 from kerneltui.cli import main
-from kerneltui.commands import report_cache
+from kerneltui.commands import kept, report_cache
 from kerneltui.trace import cache_dir
 from tests.conftest import PROJECT_TRACES, ROOT, SHARED_TRACES, cache_env
 
@@ -109,7 +109,8 @@ def test_a_damaged_or_planted_report_is_a_miss_and_is_replaced(capsys, private_c
     (entry,) = private_cache.glob("*.report")
     entry.write_bytes(entry.read_bytes()[:-10])  # cut short
     assert run(capsys, "summary", str(EAGER), "--format", "json") == first
-    assert report_cache._read(entry, entry.read_bytes().split(b'"key": "')[1][:32].decode()) is not None
+    key = entry.read_bytes().split(b'"key": "')[1][:32].decode()
+    assert report_cache._read(kept.Kept(private_cache, key, entry)) is not None  # rewritten whole
     entry.unlink()
     os.mkfifo(entry)  # a FIFO at its name: opened without waiting, never read, left alone
     assert run(capsys, "summary", str(EAGER), "--format", "json") == first

@@ -112,6 +112,9 @@ class BrowserScreen(BrowserKeys):
         self.query_one("#health", Static).display = False
         self.apply_query()
         self.set_focus(self.query_one(KernelTable))
+        drawn = getattr(self.app, "browser_drawn", None)  # the open app keeps this first draw (tui/app.py)
+        if drawn is not None:
+            self.call_after_refresh(drawn, self)
 
     def set_browse(self, browse: Browse) -> None:
         """Stage 2 arrived: timeline, launch list, search over everything, full details."""
