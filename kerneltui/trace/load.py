@@ -25,7 +25,7 @@ import numpy as np
 import orjson
 
 from kerneltui.errors import NotATrace, TraceError
-from kerneltui.trace import ahead, repair, scanner
+from kerneltui.trace import ahead, heap, repair, scanner
 from kerneltui.trace.ahead import ScanAhead
 from kerneltui.trace.begin_end import pair_begin_end
 from kerneltui.trace.blocks import BlockStream
@@ -41,6 +41,7 @@ from kerneltui.trace.worker import FileChanged
 _WS = b" \t\r\n"
 _HEADER_LIMIT = 64 << 20  # look this far for "traceEvents" before decoding the file whole
 WHOLE_LIMIT = 256 << 20  # a file decoded whole takes ~8x its size in memory: past this, say so instead
+_TRIM_FROM_EVENTS = 250_000  # ~100 MB of JSON: below it, the memory held back is not worth the calls
 EVENT_LIMIT = 64 << 20  # one event (or the space between two) this large is a bomb, not a profiler's record
 
 
@@ -306,16 +307,20 @@ class _EventReader:
             paired = pair_begin_end(self.decoder.begin_end, self.decoder.losses)
             self.decoder.begin_end = []
             self.chunks.append(self.decoder.columns(paired))
-        columns = {
-            name: (
-                np.concatenate([c[name] for c in self.chunks])
-                if self.chunks
-                else np.empty(0, dtype=dtype)
-            )
-            for name, dtype in EVENT_COLUMNS.items()
-        }
         memory = MemoryColumns(joined_memory(self.chunks))
+        large = sum(len(c["ts"]) for c in self.chunks) >= _TRIM_FROM_EVENTS
+        columns = {}
+        for i, (name, dtype) in enumerate(EVENT_COLUMNS.items(), 1):
+            # a column's chunks are let go as it is joined, and their memory handed back every few
+            # columns (trace/heap.py): the peak holds the columns about once, not twice
+            parts = [c.pop(name) for c in self.chunks]
+            columns[name] = np.concatenate(parts) if parts else np.empty(0, dtype=dtype)
+            del parts
+            if i % 4 == 0 and large:
+                heap.give_back()
         self.chunks.clear()
+        if large:
+            heap.give_back()
         return RawTrace(columns, self.decoder, top, truncated, end_damaged, memory)
 
 
