@@ -176,6 +176,22 @@ class Lane:
         out[gpu] = keep_ids[self.ids[gpu]]
         return out
 
+    def codes_of(self, codes: np.ndarray) -> np.ndarray:
+        """Per interval: ``codes[id]`` for GPU ids, and for CPU event ids a value no code has (kept
+        for the last ``codes`` asked: a grouping's codes are asked again on every move)."""
+        kept = self._index.get("codes")
+        if kept is not None and kept[0] is codes:
+            return kept[1]
+        ids = self.ids
+        if self.min_id >= 0:
+            out = codes[ids]
+        else:
+            out = np.full(len(ids), np.iinfo(np.int64).min, np.int64)
+            gpu = ids >= 0
+            out[gpu] = codes[ids[gpu]]
+        self._index["codes"] = (codes, out)
+        return out
+
     def mask_of(self, mask: np.ndarray, sl: slice | None = None) -> np.ndarray:
         """Per interval (of ``sl``): ``mask[id]`` for GPU ids, False for CPU event ids."""
         ids = self.ids if sl is None else self.ids[sl]

@@ -16,7 +16,7 @@ on the axis (``◀``/``▶`` where it runs off the window).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -187,6 +187,18 @@ class LaneView:
     flow_from: int | None = None  # the selected kernel's launch-call start: ╌╌▸ up to the kernel
     range_: tuple[int, int] | None = None  # cells in it get timeline--range
 
+    marked_group: tuple[np.ndarray, int] | None = None  # (codes per id, code): marked is codes == code
+    _memo: dict = field(default_factory=dict, repr=False)  # what every lane of one draw shares
+
+    def step_columns(self, grid: Grid) -> list[int]:
+        """The cells the steps start in, in the window (the same for every lane: once a draw)."""
+        key = ("steps", grid.w0, grid.w1, grid.plot)
+        columns = self._memo.get(key)
+        if columns is None:
+            starts = self.step_starts[(self.step_starts >= grid.w0) & (self.step_starts < grid.w1)]
+            columns = self._memo[key] = [grid.column(int(t)) for t in starts]
+        return columns
+
     def marked_counts(self, lane: Lane) -> np.ndarray:
         """counts[i] = marked intervals among the lane's first i (computed once per lane and mask)."""
         cache = self.counts_cache if self.counts_cache is not None else {}
@@ -196,6 +208,17 @@ class LaneView:
             np.cumsum(lane.mask_of(self.marked), out=counts[1:])
             cache[(lane.key, len(lane))] = counts
         return counts
+
+    def marked_starting_in(self, lane: Lane, edges: np.ndarray) -> np.ndarray:
+        """Per cell, how many marked intervals start in it. From the marked group's positions in the
+        lane when it is known (the lane's codes are kept: ~0.4 ms a move on a 500k-interval lane,
+        against ~1.5 ms to gather the mask and count it)."""
+        if self.marked_group is None:
+            return lane.starting_in(edges, self.marked_counts(lane))
+        codes, code = self.marked_group
+        positions = np.flatnonzero(lane.codes_of(codes) == code)
+        at = np.searchsorted(lane.starts, edges, side="left")
+        return np.diff(np.searchsorted(positions, at, side="left"))
 
 
 def lane_row(grid: Grid, lane: Lane, view: LaneView) -> list[Run]:
@@ -212,8 +235,7 @@ def lane_row(grid: Grid, lane: Lane, view: LaneView) -> list[Run]:
             colour[c] = KIND_CLASS.get(kind, base)
     extra: list[tuple[str, ...]] = [()] * plot
     if view.step_starts is not None:
-        for t in view.step_starts[(view.step_starts >= grid.w0) & (view.step_starts < grid.w1)]:
-            c = grid.column(int(t))
+        for c in view.step_columns(grid):
             if cells.count[c] == 0:
                 chars[c] = "┊"
     sl = lane.window_slice(grid.w0, grid.w1)
@@ -222,7 +244,7 @@ def lane_row(grid: Grid, lane: Lane, view: LaneView) -> list[Run]:
         if sl.stop - sl.start <= EXACT_MARKS_UP_TO:
             cells_marked = _covered(grid, lane, sl, lane.mask_of(view.marked, sl))
         else:  # zoomed out on a big lane: cells where a marked interval starts, O(cells log n)
-            cells_marked = lane.starting_in(grid.edges, view.marked_counts(lane)) > 0
+            cells_marked = view.marked_starting_in(lane, grid.edges) > 0
         for c in np.flatnonzero(cells_marked):
             extra[c] = extra[c] + ("timeline--marked",)
     if view.range_ is not None and view.range_[1] > grid.w0 and view.range_[0] < grid.w1:

@@ -182,3 +182,22 @@ async def test_icicle_lane_walk_posts_cpu_event_ids():
         assert w0 <= depth0.starts[1] and depth0.ends[1] <= w1
         drawn = "".join(screen_text(timeline))
         assert "▼" in drawn and ("━" in drawn or "◆" in drawn)
+
+
+async def test_rows_kept_between_moves_draw_what_a_fresh_draw_does():
+    """The timeline keeps each lane's row while what it draws is unchanged (a move redraws only the
+    lanes that held or hold the selection); every kept row equals the row drawn afresh."""
+    from kerneltui.tui.screens.browser import BrowserScreen
+    from tests.tui.helpers import opened
+
+    async with opened(shared_trace("gpt_train_eager"), size=(160, 45)) as (app, pilot):
+        screen = app.screen
+        assert isinstance(screen, BrowserScreen)
+        timeline = screen.query_one(Timeline)
+        for key in ["down"] * 3 + ["plus", "full_stop", "minus", "v"] + ["down"] * 4 + ["end", "up"]:
+            await pilot.press(key)
+            await pilot.pause()
+            kept = screen_text(timeline)
+            assert timeline._rows  # rows were kept...
+            timeline._rows, timeline._cache_key = {}, None
+            assert screen_text(timeline) == kept  # ...and are what a fresh draw gives

@@ -183,3 +183,28 @@ def test_a_window_of_decades_cuts_into_cells_without_overflow():
     assert (np.diff(grid.edges) > 0).all()
     assert grid.column(end - 1) == 86 and grid.column(np.int64(end // 2)) == 43
     assert list(Grid.of((10, 110), 4).edges) == [10, 35, 60, 85, 110]
+
+
+@pytest.mark.parametrize("cpu", [False, True])
+def test_marks_drawn_from_a_group_equal_marks_drawn_from_its_mask(cpu):
+    """Zoomed out on a big lane, the marked cells come from the group's positions in the lane; they
+    must be the cells the mask gives, CPU event ids (negative) never marked."""
+    rng = np.random.default_rng(3)
+    n = 30_000  # over EXACT_MARKS_UP_TO: the zoomed-out path
+    starts = np.sort(rng.integers(0, 10_000_000, n))
+    grid = Grid.of((0, 10_000_000), 120)
+    ids = np.arange(n, dtype=np.int64)
+    if cpu:
+        ids[rng.random(n) < 0.3] = -5  # CPU events of an icicle among the launches
+    codes = rng.integers(0, 40, n).astype(np.int64)
+    first_in_cell = np.searchsorted(starts, grid.edges[1:-1:3])
+    codes[first_in_cell] = 50  # only the first interval of every third cell: a boundary off by one shows
+    ids[first_in_cell] = first_in_cell
+    big = Lane("gpu0", "gpu0", starts, starts + 50, ids, np.full(n, Kind.KERNEL, np.int8), np.zeros(n, np.int32),
+               ("k",))
+    for code in (0, 7, 39, 50, 99):  # 99: no launch has it
+        by_mask = lane_row(grid, big, LaneView(marked=codes == code))
+        by_group = lane_row(grid, big, LaneView(marked=codes == code, marked_group=(codes, code)))
+        assert by_group == by_mask
+        marked = sum("timeline--marked" in classes for chunk, classes in by_group for _ in chunk)
+        assert (marked > 30) == (code != 99)
