@@ -50,6 +50,7 @@ from kerneltui.tui.widgets.details import DetailsPane
 from kerneltui.tui.widgets.kernel_table import CPU_CAPTURE, NO_CPU_MATCH, KernelTable
 from kerneltui.tui.widgets.keys_bar import KeysBar
 from kerneltui.tui.widgets.launch_list import LaunchList
+from kerneltui.tui.widgets.quiet import SearchInput, forget_width, update_static
 from kerneltui.tui.widgets.table import VirtualTable
 from kerneltui.tui.widgets.timeline import Timeline
 
@@ -88,7 +89,7 @@ class BrowserScreen(BrowserKeys):
         yield Static(id="header")
         yield Static(id="health")
         with Horizontal(id="filterbar"):
-            yield Input(placeholder="/ search kernels, ops, modules, source lines, steps" if self.kernels.cpu is None
+            yield SearchInput(placeholder="/ search kernels, ops, modules, source lines, steps" if self.kernels.cpu is None
                         else "/ search CPU work: names, ops, source lines", id="filter", select_on_focus=False)
             yield Static(id="counts")
         with Horizontal(id="main"):
@@ -137,6 +138,7 @@ class BrowserScreen(BrowserKeys):
         self.run_deferred()
 
     def on_resize(self) -> None:
+        forget_width(self.query_one("#counts", Static))  # its room is the new width's
         self.query_one("#header", Static).update(status.header(self.kernels, self.browse, self.size.width))
         self._show_health()
         self.fit_layout()
@@ -198,14 +200,14 @@ class BrowserScreen(BrowserKeys):
                 rows = k.stats_rows(key_ok, q.shown)
                 self.query_one(KernelTable).set_stats(k.stats, rows)
                 kept = len(k.key_codes) if self.keep is None else int(np.count_nonzero(self.keep))
-                counts.update(status.counts(len(rows), len(k.stats), kept, len(k.key_codes)))
+                update_static(counts, status.counts(len(rows), len(k.stats), kept, len(k.key_codes)), keep_width=True)
                 self._after_query()
                 return True
             found = answer(k, self.browse, q, self._caches)
             name_ok = names_matching(k.trace, q.pattern) if q.shown - DEFAULT_SHOWN else None
         except UserError as exc:
             # a bad regex's message whole at 80 columns: the box keeps a few cells for what is being typed
-            counts.update(Text(printable(str(exc)).replace("bad filter regex ", "bad regex "), style="bold red"))
+            update_static(counts, Text(printable(str(exc)).replace("bad filter regex ", "bad regex "), style="bold red"))
             counts.styles.max_width = "90%"
             return False
         counts.styles.max_width = "60%"
@@ -231,7 +233,8 @@ class BrowserScreen(BrowserKeys):
             self._lanes_keep = self.keep
             self._marked_key = None
         room = max(int(self.size.width * 0.6) - 2, 40)  # #counts' max-width (60%) less its padding
-        counts.update(status.query_counts(found, len(k.key_codes), q.scope.label(k.trace, k.origin), room))
+        scope = q.scope.label(k.trace, k.origin)
+        update_static(counts, status.query_counts(found, len(k.key_codes), scope, room), keep_width=True)
         self._after_query()
         return True
 
@@ -249,13 +252,13 @@ class BrowserScreen(BrowserKeys):
         if self._view() == "launches":
             self._refresh_launch_list()
         room = max(int(self.size.width * 0.6) - 2, 40)  # #counts' max-width (60%) less its padding
-        counts.update(status.cpu_counts(found, self.query_state.scope.label(self.kernels.trace, self.kernels.origin),
-                                        room))
+        scope = self.query_state.scope.label(self.kernels.trace, self.kernels.origin)
+        update_static(counts, status.cpu_counts(found, scope, room), keep_width=True)
         self._after_query()
         return True
 
     def _after_query(self) -> None:
-        self.query_one("#noise", Static).update(status.noise(self.shown, self.browse))
+        update_static(self.query_one("#noise", Static), status.noise(self.shown, self.browse))
         selected = self.selected
         if selected is not None and selected >= 0 and (self.in_scope is None or self.in_scope[selected]):
             # still kept: it stays selected, and the table and list go to its row (a new grouping, a search)

@@ -21,6 +21,7 @@ from textual.strip import Strip
 
 from kerneltui.terminal_text import printable
 from kerneltui.tui.details import Details
+from kerneltui.tui.widgets.quiet import set_virtual_size
 
 
 class DetailsPane(ScrollView, can_focus=True):
@@ -71,22 +72,8 @@ class DetailsPane(ScrollView, can_focus=True):
                     lines.append(((label if i == 0 else "").rjust(label_width) + " ", part, "details--value"))
         self._lines = lines
         self._strips: dict[tuple[int, int], Strip] = {}
-        self._set_size(Size(width, -(-len(lines) // 8) * 8))  # rounded up: most moves keep even the bar's thumb
+        set_virtual_size(self, Size(width, -(-len(lines) // 8) * 8))  # rounded up: most moves keep even the thumb
         self.refresh()
-
-    def _set_size(self, new: Size) -> None:
-        """The scrollable size, without a relayout of the screen (about 35 ms a keystroke at 160x45)
-        unless the scrollbar comes or goes: only then does the pane's text width change."""
-        if new == self.virtual_size:
-            return
-        if not self.is_mounted or not self.container_size:
-            self.virtual_size = new
-            return
-        shown = self.show_vertical_scrollbar
-        self.set_reactive(DetailsPane.virtual_size, new)
-        self._scroll_update(new)  # Textual's own: the bar's thumb and visibility, the offset clamped
-        if self.show_vertical_scrollbar != shown:
-            self.refresh(layout=True)
 
     def render_line(self, y: int) -> Strip:
         width = self.scrollable_content_region.width

@@ -37,6 +37,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from kerneltui.terminal_text import printable
+from kerneltui.tui.widgets.quiet import set_virtual_size
 from kerneltui.units import ellipsize, middle_ellipsize
 
 
@@ -121,7 +122,7 @@ class VirtualTable(ScrollView, can_focus=True):
         self._generation += 1
         self._lines.clear()
         self.cursor = min(self.cursor, max(self.row_count() - 1, 0))
-        self.virtual_size = Size(self.size.width, self.row_count() + 1)
+        set_virtual_size(self, Size(self.size.width, self.row_count() + 1))  # no relayout unless the bar comes or goes
         self._scroll_to_cursor()
         self.refresh()
 

@@ -188,6 +188,7 @@ class Timeline(ComponentStyles, Widget, can_focus=True):
         super().__init__(name=name, id=id, classes=classes)
         self.lanes: list[Lane] = []
         self._rows: dict[int, tuple] = {}  # id(lane) -> (what its row was drawn for, the row): see _lane_row
+        self._steps_row: tuple | None = None  # (the window it was drawn for, the steps row)
         self.min_lanes = 0  # rows held for lanes even when fewer are set (see wanted_height)
         self.bounds = (0, 1)
         self._fixed_bounds = False
@@ -293,6 +294,7 @@ class Timeline(ComponentStyles, Widget, can_focus=True):
         self._steps = (np.asarray(starts, np.int64), np.asarray(ends, np.int64), labels)
         self._step_of_id = step_of_id
         self._rows = {}
+        self._steps_row = None
         self._invalidate()
         self.refresh(layout=True)
 
@@ -604,10 +606,9 @@ class Timeline(ComponentStyles, Widget, can_focus=True):
         starts, ends, labels = self._steps
         if len(starts):
             key = ("steps", grid.w0, grid.w1, grid.plot)  # the steps row moves with the window only
-            kept = self._rows.get(id(self._steps))
-            if kept is None or kept[0] != key:
-                kept = self._rows[id(self._steps)] = (key, step_row(grid, starts, ends, labels))
-            lines.append(self._line("steps", ("timeline--axis",), kept[1]))
+            if self._steps_row is None or self._steps_row[0] != key:
+                self._steps_row = (key, step_row(grid, starts, ends, labels))
+            lines.append(self._line("steps", ("timeline--axis",), self._steps_row[1]))
         for curve in self._memory:
             spark = sparkline(column_peaks(curve.ts, curve.allocated, grid.edges), curve.peak_allocated)
             lines.append(self._line(curve.label, ("timeline--axis",), [(spark, ("timeline--memory",))]))
