@@ -81,31 +81,54 @@ def write(where: keep.Kept, lines: list[str]) -> None:
     keep.write(where, MAGIC, {"rows": len(lines)}, "\n".join(lines).encode("utf-8"))
 
 
-def show(lines: list[str]) -> Callable[[], None]:
-    """Draw ``lines`` on the terminal's alternate screen now, keys typed from now on held unechoed
-    for the app; returns what puts the terminal back as it was (call it once the app has exited)."""
-    restore = _hold_keys(sys.__stdin__)
+def show(lines: list[str]) -> Callable[[bool], None] | None:
+    """Draw ``lines`` on the terminal's alternate screen now, keys typed from then on held unechoed
+    for the app; returns what puts the terminal back (call it once, when the app is gone: with
+    True where Textual never took the terminal, so the alternate screen is left here too), or None,
+    and nothing changed, where the lines cannot be written (a stdout that cannot encode them)."""
     out = sys.__stdout__
-    out.write("\x1b[?1049h\x1b[?25l" + "".join(f"\x1b[{y};1H{line}\x1b[0m" for y, line in enumerate(lines, 1)))
-    out.flush()
+    frame = "\x1b[?1049h\x1b[?25l" + "".join(f"\x1b[{y};1H{line}\x1b[0m" for y, line in enumerate(lines, 1))
+    try:
+        encoded = frame.encode(out.encoding or "utf-8")
+    except (LookupError, UnicodeError, AttributeError):
+        return None
+    try:
+        out.flush()
+        out.buffer.write(encoded)
+        out.flush()
+    except (OSError, ValueError, AttributeError):
+        _write(out, _LEAVE)
+        return None
+    restore = _hold_keys(sys.__stdin__)
+    done = []
 
-    def put_back() -> None:
-        try:
-            out.write(_LEAVE)
-            out.flush()
-        except (OSError, ValueError):
-            pass
+    def put_back(leave_screen: bool) -> None:
+        if done:
+            return
+        done.append(True)
         restore()
+        if leave_screen:  # once Textual has left it, a second leave would move the cursor back up
+            _write(out, _LEAVE)
 
     return put_back
 
 
+def _write(out, text: str) -> None:
+    try:
+        out.write(text)
+        out.flush()
+    except (OSError, ValueError):
+        pass
+
+
 def _hold_keys(stream) -> Callable[[], None]:
-    """No echo and no line mode on the terminal (signals kept: ctrl+c still stops it); the undo."""
+    """The terminal as Textual will set it, from now: no echo, no line mode, no input translation
+    (Enter stays \\r, ctrl+q and ctrl+s reach the app), signals kept (ctrl+c still stops it); the undo."""
     try:
         fd = stream.fileno()
         before = termios.tcgetattr(fd)
         held = termios.tcgetattr(fd)
+        held[0] &= ~(termios.IXON | termios.IXOFF | termios.ICRNL | termios.INLCR | termios.IGNCR)
         held[3] &= ~(termios.ECHO | termios.ICANON)
         held[6][termios.VMIN], held[6][termios.VTIME] = 1, 0
         termios.tcsetattr(fd, termios.TCSANOW, held)

@@ -34,15 +34,15 @@ def run(args: argparse.Namespace) -> int:
     try:
         from kerneltui.trace.model import load_trace, start_workers_for
         from kerneltui.tui.app import build_app  # textual loads only for this command
-    except BaseException:
-        put_back()
-        raise
 
-    path = args.trace[0]
-    start_workers_for([path], cache=False if args.no_cache else None)  # before Textual's threads
-    # write_later: a new cache entry is written after the first screen, not before it
-    app = build_app(path, functools.partial(load_trace, cache=False if args.no_cache else None, write_later=True),
-                    kept=kept)
+        path = args.trace[0]
+        start_workers_for([path], cache=False if args.no_cache else None)  # before Textual's threads
+        # write_later: a new cache entry is written after the first screen, not before it
+        app = build_app(path, functools.partial(load_trace, cache=False if args.no_cache else None, write_later=True),
+                        kept=kept)
+    except BaseException:
+        put_back(True)  # ctrl+c or an error before Textual took the terminal: ours to put back
+        raise
     return _run_app(app, put_back)
 
 
@@ -69,15 +69,19 @@ def _kept_screen(args: argparse.Namespace):
     size = kept_screen.terminal_size()
     where = kept_screen.kept_for(args.trace[0], size, no_cache=args.no_cache)
     lines = kept_screen.read(where) if where is not None else None
-    put_back = kept_screen.show(lines) if lines is not None else (lambda: None)
+    put_back = kept_screen.show(lines) if lines is not None else None
+    if put_back is None:
+        return kept_screen.FirstScreen(where, None, size), lambda leave_screen: None
     return kept_screen.FirstScreen(where, lines, size), put_back
 
 
-def _run_app(app, put_back=lambda: None) -> int:
+def _run_app(app, put_back=lambda leave_screen: None) -> int:
     try:
         app.run()
     finally:
-        put_back()  # the terminal as it was before a kept screen was shown (Textual restores its own)
+        # the terminal as it was before a kept screen was shown; Textual left the alternate screen
+        # itself if it ever took the terminal (it had mounted)
+        put_back(not getattr(app, "took_terminal", False))
     # after the screen is gone, the lines the CLI prints (the error, or the warnings), on stderr
     for line in app.after_exit_lines():
         print(line, file=sys.stderr)

@@ -33,8 +33,10 @@ class KernelTuiApp(LoadingApp):
         self.kept = kept  # commands/kept_screen.py: the first screen shown already, or where to keep it
         self._keeping: BrowserScreen | None = None  # the browser whose first draw is to be kept
         self._browse_held: BrowseReady | None = None  # stage 2, held until that draw is kept
+        self.took_terminal = False
 
     def on_mount(self) -> None:
+        self.took_terminal = True  # Textual's alternate screen now: it leaves it on exit (commands/open.py)
         if self.kept is not None and self.kept.lines is not None:
             self.push_screen(KeptFrameScreen(self.path, self.kept.lines, self.kept.size))
         else:

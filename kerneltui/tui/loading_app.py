@@ -14,6 +14,7 @@ from kerneltui.terminal_text import printable
 from kerneltui.trace.model import Trace
 from kerneltui.trace.schema import TraceMeta
 from kerneltui.tui.messages import LoadProgress, LoadStage
+from kerneltui.tui.screens.kept_frame import KeptFrameScreen
 from kerneltui.tui.screens.loading import LoadingScreen
 
 Loader = Callable[..., Trace]
@@ -47,7 +48,9 @@ class LoadingApp(App):
             self.post_message(events.Key(key, character))
 
     def on_load_progress(self, message: LoadProgress) -> None:
-        if isinstance(self.screen, LoadingScreen):
+        if isinstance(self.screen, KeptFrameScreen) and message.fraction < 1.0:
+            self.switch_screen(LoadingScreen(self.screen.path))  # a cold read behind the kept picture: its progress
+        elif isinstance(self.screen, LoadingScreen):
             self.screen.progress(message.fraction)
 
     def on_load_stage(self, message: LoadStage) -> None:

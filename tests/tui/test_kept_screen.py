@@ -174,6 +174,28 @@ def test_a_damaged_or_planted_kept_screen_is_a_miss(tmp_path):
     assert kept_screen.read(where) is None and where.entry.is_symlink()
 
 
+def run_in_pty(script: str, env: dict | None = None) -> str:
+    """``script`` run by a fresh Python with a terminal (120x40) on stdin, stdout and stderr: what it wrote."""
+    main, child = pty.openpty()
+    _set_size(child, *SIZE)
+    proc = subprocess.Popen([sys.executable, "-c", script], stdin=child, stdout=child, stderr=child, cwd=ROOT,
+                            env={**os.environ, **cache_env(), **(env or {})})
+    os.close(child)
+    out = b""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            chunk = os.read(main, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        out += chunk
+    proc.wait(10)
+    os.close(main)
+    return out.decode("utf-8", "replace")
+
+
 def test_open_shows_the_kept_screen_before_importing_textual_or_pandas_and_puts_the_terminal_back():
     where = kept_screen.kept_for(str(EAGER), SIZE)
     kept_screen.write(where, ["\x1b[1mfirst line\x1b[0m", "second"] + [""] * (SIZE[1] - 2))
@@ -184,30 +206,63 @@ def test_open_shows_the_kept_screen_before_importing_textual_or_pandas_and_puts_
         f"args = argparse.Namespace(trace=[{str(EAGER)!r}], no_cache=False)\n"
         "kept, put_back = command._kept_screen(args)\n"
         "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'pandas', 'numpy', 'pyarrow'))\n"
-        "held = termios.tcgetattr(0)[3] & (termios.ECHO | termios.ICANON) == 0\n"
-        "put_back()\n"
+        "attrs = termios.tcgetattr(0)\n"
+        "held = attrs[3] & (termios.ECHO | termios.ICANON) == 0 and attrs[0] & (termios.ICRNL | termios.IXON) == 0\n"
+        "put_back(True)\n"
         "print('HEAVY', heavy, kept.lines is not None, held, termios.tcgetattr(0) == before, flush=True)\n"
     )
-    main, child = pty.openpty()
-    _set_size(child, *SIZE)
-    proc = subprocess.Popen([sys.executable, "-c", script], stdin=child, stdout=child, stderr=child, cwd=ROOT,
-                            env={**os.environ, **cache_env()})
-    os.close(child)
-    out = b""
-    deadline = time.monotonic() + 60
-    while proc.poll() is None or b"HEAVY" not in out:
-        try:
-            out += os.read(main, 65536)
-        except OSError:
-            break
-        if time.monotonic() > deadline:
-            break
-    proc.wait(10)
-    text = out.decode("utf-8", "replace")
+    text = run_in_pty(script)
     assert "\x1b[?1049h" in text and "\x1b[1;1H\x1b[1mfirst line\x1b[0m" in text and "\x1b[2;1Hsecond" in text
-    assert "HEAVY [] True True True" in text  # nothing heavy; keys held unechoed; the terminal put back
+    # nothing heavy imported; keys held unechoed, Enter kept as \r and ctrl+q not taken as XON; the terminal put back
+    assert "HEAVY [] True True True" in text
     assert text.index("\x1b[?1049l") < text.index("HEAVY")  # the normal screen is back before anything else
-    os.close(main)
+
+
+def test_a_terminal_that_cannot_take_the_kept_text_gets_the_normal_start_and_keeps_its_settings():
+    where = kept_screen.kept_for(str(EAGER), SIZE)
+    kept_screen.write(where, ["a · b"] + [""] * (SIZE[1] - 1))  # "·" has no ASCII form
+    script = (
+        "import argparse, termios\n"
+        "from kerneltui.commands import open as command\n"
+        "before = termios.tcgetattr(0)\n"
+        f"kept, put_back = command._kept_screen(argparse.Namespace(trace=[{str(EAGER)!r}], no_cache=False))\n"
+        "print('SHOWN', kept.lines is not None, termios.tcgetattr(0) == before, flush=True)\n"
+    )
+    text = run_in_pty(script, {"PYTHONIOENCODING": "ascii"})
+    assert "SHOWN False True" in text and "\x1b[?1049h" not in text
+
+
+def test_put_back_leaves_the_alternate_screen_only_where_textual_never_took_the_terminal():
+    script = (
+        "from kerneltui.commands import kept_screen\n"
+        "import sys\n"
+        "put_back = kept_screen.show(['x'])\n"
+        "print('|MARK|', flush=True)\n"
+        "put_back(sys.argv[1] == 'never')\n"
+        "put_back(True)\n"  # a second call does nothing
+        "print('|END|', flush=True)\n"
+    )
+    for textual, leaves in (("took", 0), ("never", 1)):
+        text = run_in_pty(script.replace("sys.argv[1]", repr(textual)))
+        after = text[text.index("|MARK|"):text.index("|END|")]
+        assert after.count("\x1b[?1049l") == leaves
+
+
+def test_ctrl_c_between_the_kept_screen_and_textual_puts_the_terminal_back(monkeypatch):
+    from kerneltui.cli import main
+    from kerneltui.trace import model
+
+    calls = []
+    monkeypatch.setattr("kerneltui.commands.open.interactive", lambda: True)
+    monkeypatch.setattr("kerneltui.commands.open._kept_screen",
+                        lambda args: (FirstScreen(None, ["x"], SIZE), calls.append))
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(model, "start_workers_for", interrupted)
+    assert main(["open", str(EAGER)]) == 130
+    assert calls == [True]  # the terminal put back, the alternate screen left: Textual never took it
 
 
 def _set_size(fd, columns, rows):
@@ -227,3 +282,48 @@ def test_kerneltui_cache_counts_the_kept_screens_and_clear_removes_them(capsys):
         capsys.readouterr().out)
     assert main(["cache", "--clear"]) == 0
     assert not where.entry.exists()
+
+
+async def test_q_under_a_kept_screen_quits_at_once_unless_a_search_was_typed_before_it():
+    lines, _ = await first_open()
+    release = threading.Event()
+
+    def slow_loader(path, progress):
+        release.wait(20)
+        return load_trace(path)
+
+    app = build_app(str(EAGER), slow_loader, kept=FirstScreen(None, lines, SIZE))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("slash", "q")  # a search for q: held for the browser's search box
+        assert isinstance(app.screen, KeptFrameScreen) and app.pending_keys == [("slash", "/"), ("q", "q")]
+        release.set()
+        await settle(app, pilot)
+        assert app.screen.query_one("#filter").value == "q"
+    release.clear()
+    app = build_app(str(EAGER), slow_loader, kept=FirstScreen(None, lines, SIZE))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("q")
+        await pilot.pause()
+        release.set()
+    assert app.return_code == 0 and not app.loaded  # gone before the trace was loaded
+
+
+async def test_a_cold_read_behind_a_kept_screen_shows_its_progress():
+    lines, _ = await first_open()
+    release = threading.Event()
+
+    def cold_loader(path, progress):
+        progress(0.25)  # what a read of the JSON reports (the column cache reports only 1.0)
+        release.wait(20)
+        return load_trace(path)
+
+    app = build_app(str(EAGER), cold_loader, kept=FirstScreen(None, lines, SIZE))
+    async with app.run_test(size=SIZE) as pilot:
+        for _ in range(10):
+            await pilot.pause()
+        assert isinstance(app.screen, LoadingScreen)
+        release.set()
+        await settle(app, pilot)
+        assert isinstance(app.screen, BrowserScreen)

@@ -2,7 +2,9 @@
 
 ``KeptFrameScreen`` draws the kept lines as they were while the trace loads; the browser replaces
 it (the same picture, live). Keys pressed meanwhile are held for the browser, as the loading
-screen holds them; a resize, which the kept lines no longer fit, shows the loading screen.
+screen holds them, but for a first q (or ctrl+q), which quits at once as the browser would. A
+resize, which the kept lines no longer fit, and a cold read behind the picture (its column cache
+gone: the app reports progress below 100%) show the loading screen and its progress instead.
 """
 
 from __future__ import annotations
@@ -47,8 +49,10 @@ class KeptFrameScreen(Screen):
 
     def on_key(self, event) -> None:
         pending = getattr(self.app, "pending_keys", None)
-        if pending is not None and len(pending) < 200:
-            pending.append((event.key, event.character))
+        if event.key in ("q", "ctrl+q") and not pending:
+            self.app.action_quit()  # what the browser does with it, without waiting for the browser
+        elif pending is not None and len(pending) < 200:
+            pending.append((event.key, event.character))  # ("/" first: a q after it is typed into the search)
         event.stop()
         event.prevent_default()
 
