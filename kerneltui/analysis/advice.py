@@ -174,7 +174,9 @@ def _syncs(trace: Trace) -> Finding | None:
     ev = trace.events
     codes = np.unique(ev["name"].to_numpy())
     names = trace.names_of(codes)
-    wanted = codes[np.isin(names.astype(str), SYNC_NAMES)]
+    # a membership test per name: names.astype(str) would be a fixed-width array as wide as the longest
+    # name (a 2M-character name in a hostile trace made it 3 GB)
+    wanted = codes[np.fromiter((n in SYNC_NAMES for n in names.tolist()), bool, len(names))]
     if not len(wanted):
         return None
     rows = np.flatnonzero(np.isin(ev["name"].to_numpy(), wanted))
@@ -183,7 +185,7 @@ def _syncs(trace: Trace) -> Finding | None:
     if not len(inside):
         return None
     steps = len(step_spans(trace)[0])
-    found, counts = np.unique(trace.names_of(ev["name"].to_numpy()[inside]).astype(str), return_counts=True)
+    found, counts = np.unique(trace.names_of(ev["name"].to_numpy()[inside]), return_counts=True)  # object: short names
     time = int(ev["dur"].to_numpy()[inside].sum())
     listed = ", ".join(f"{n} x{c}" for n, c in zip(found, counts))
     return Finding(

@@ -107,8 +107,8 @@ def places(trace: Trace) -> np.ndarray:
     """Per row of trace.gpu: its place, or "(what)" where none (the module grouping's keys, the scope's test)."""
     if trace not in _PLACES:
         a = attribute(trace)
-        out = np.where(a.unit != "", a.unit, np.char.add(np.char.add("(", a.unplaced.astype(str)), ")"))
-        _PLACES[trace] = out.astype(object)
+        # object strings: a fixed-width array is as wide as the longest name on every row
+        _PLACES[trace] = np.array([u or f"({w})" for u, w in zip(a.unit.tolist(), a.unplaced.tolist())], dtype=object)
     return _PLACES[trace]
 
 
@@ -291,8 +291,7 @@ def _forward_op_keys(trace: Trace, lanes: np.ndarray, t: np.ndarray, has: np.nda
                       else LOSS if LOSS_OPS.match(n) else "" for n in trace.names_of(distinct).tolist()], dtype=object)
     names = trace.names_of(distinct)[inverse.reshape(-1)]
     special = kinds[inverse.reshape(-1)]
-    label = np.where(special != "", special, np.char.add(np.char.add(names.astype(str), " #"), k.astype(str)))
-    label = label.astype(object)
+    label = np.array([s or f"{n} #{i}" for s, n, i in zip(special.tolist(), names.tolist(), k.tolist())], dtype=object)
     at = _innermost_of(trace, top, np.where(has, lanes, -1), t)
     position = pd.Series(np.arange(len(top)), index=top)  # top-level row -> its label
     found = (at >= 0) & has

@@ -27,7 +27,7 @@ import pandas as pd
 from textual.reactive import reactive
 
 from kerneltui.terminal_text import printable
-from kerneltui.tui.widgets.table import Column, VirtualTable
+from kerneltui.tui.widgets.table import Column, VirtualTable, lowered
 from kerneltui.units import distinct_cuts, fmt_ns, fmt_share
 
 KERNEL_COLUMNS = (
@@ -212,7 +212,7 @@ class KernelTable(VirtualTable):
         if field in self._values and len(rows):
             values = self._values[field][rows]
             if values.dtype == object:
-                values = np.char.lower(values.astype(str))
+                values = lowered(values)
             # ties keep stats order (total time, then key) in both directions
             order = _stable_descending(values) if self.sort_reverse else np.argsort(values, kind="stable")
             rows = rows[order]

@@ -24,7 +24,7 @@ from textual.reactive import reactive
 from kerneltui.terminal_text import printable
 from kerneltui.trace.schema import KIND_LABEL, Kind
 from kerneltui.tui.model import Browse, EventList, Kernels
-from kerneltui.tui.widgets.table import Column, VirtualTable
+from kerneltui.tui.widgets.table import Column, VirtualTable, lowered
 from kerneltui.units import distinct_cuts, fmt_ns
 
 LAUNCH_COLUMNS = (
@@ -223,10 +223,10 @@ class LaunchList(VirtualTable):
         if column == "step":
             return np.where(gpu, self._iteration[safe], 1 << 40)
         if column == "op":  # alphabetical by op name; CPU events (no op) after
-            rank = np.argsort(np.argsort(np.char.lower(np.array(self._op_names, dtype=str)), kind="stable"))
+            rank = np.argsort(np.argsort(lowered(self._op_names), kind="stable"))
             return np.where(gpu, rank[self._op[safe]], 1 << 40)
         # name: rank of the displayed name among kernel names (CPU events after, by their name)
         names = self._names()
-        rank = np.argsort(np.argsort(np.char.lower(np.array(names, dtype=str)), kind="stable"))
+        rank = np.argsort(np.argsort(lowered(names), kind="stable"))
         codes = self.kernels.key_codes
         return np.where(gpu, rank[codes[safe]], len(names) + self._ev_name[rows])

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 from rich.segment import Segment
 from textual import events
 from textual.binding import Binding
@@ -308,3 +309,9 @@ def _fit(text: str, width: int, align: str, middle: bool = False) -> str:
     text = middle_ellipsize(text, width) if middle else ellipsize(text, width)
     return text.rjust(width) if align == "right" else text.ljust(width)
 
+
+
+def lowered(values) -> np.ndarray:
+    """Case-folded sort keys as Python strings (object array): ``np.char.lower(values.astype(str))``
+    is a fixed-width array as wide as the longest name on every row (gigabytes for a hostile name)."""
+    return np.array([str(v).lower() for v in values], dtype=object)
