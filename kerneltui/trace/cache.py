@@ -95,7 +95,7 @@ from kerneltui.trace.schema import (
 # so an edited decoder misses the cache even where this was not bumped.
 SCHEMA_VERSION = 2  # 2: the [memory] events' side table (RawTrace.memory)
 LOADER_MODULES = ("load", "ahead", "decode", "scanner", "worker", "events", "blocks", "repair", "begin_end", "pool", "meta",
-                  "schema", "fits")
+                  "schema", "fits", "heap")
 
 
 
@@ -411,10 +411,12 @@ def _temp_file(directory: Path) -> tuple[int, str]:
 
 
 def _drop_older_entries(where: Path) -> None:
-    """Entries for the same path but another key (the trace was replaced, or the loader changed)."""
+    """Column entries for the same path but another key (the trace was replaced, or the loader changed).
+    Only columns: the same file's kept reports and screens (other suffixes, keyed by their own command
+    and terminal) are not stale because the columns were written, often after them."""
     prefix = where.name.split("-", 1)[0] + "-"
     for other, _ in _entries(where.parent):
-        if other.name.startswith(prefix) and other.name != where.name:
+        if other.name.startswith(prefix) and other.name.endswith(where.suffix) and other.name != where.name:
             _remove(other)
 
 

@@ -327,3 +327,15 @@ async def test_a_cold_read_behind_a_kept_screen_shows_its_progress():
         release.set()
         await settle(app, pilot)
         assert isinstance(app.screen, BrowserScreen)
+
+
+def test_writing_a_traces_columns_keeps_its_kept_screen_and_report(private_cache):
+    """`open` writes the column entry after its first screen is kept (in the background, on a big
+    trace well after): the column write drops older columns of the file, not its screens or reports."""
+    where = kept_screen.kept_for(str(EAGER), SIZE)
+    kept_screen.write(where, ["a"])
+    report = where.entry.with_name(where.entry.name.split("-")[0] + "-" + "0" * 24 + ".report")
+    report.write_bytes(b"kept")
+    load_trace(EAGER)  # a miss: the columns are written now
+    assert len(list(private_cache.glob("*.arrow"))) == 1
+    assert kept_screen.read(where) == ["a"] and report.read_bytes() == b"kept"
