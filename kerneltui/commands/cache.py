@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-HELP = "Show the column cache (its directory, entries, kept summaries and size); --clear empties it."
+HELP = "Show the column cache (its directory, entries, kept summaries and first screens, size); --clear empties it."
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

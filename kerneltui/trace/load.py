@@ -41,7 +41,6 @@ from kerneltui.trace.worker import FileChanged
 _WS = b" \t\r\n"
 _HEADER_LIMIT = 64 << 20  # look this far for "traceEvents" before decoding the file whole
 WHOLE_LIMIT = 256 << 20  # a file decoded whole takes ~8x its size in memory: past this, say so instead
-_TRIM_FROM_EVENTS = 250_000  # ~100 MB of JSON: below it, the memory held back is not worth the calls
 EVENT_LIMIT = 64 << 20  # one event (or the space between two) this large is a bomb, not a profiler's record
 
 
@@ -308,7 +307,7 @@ class _EventReader:
             self.decoder.begin_end = []
             self.chunks.append(self.decoder.columns(paired))
         memory = MemoryColumns(joined_memory(self.chunks))
-        large = sum(len(c["ts"]) for c in self.chunks) >= _TRIM_FROM_EVENTS
+        large = sum(len(c["ts"]) for c in self.chunks) >= heap.LARGE
         columns = {}
         for i, (name, dtype) in enumerate(EVENT_COLUMNS.items(), 1):
             # a column's chunks are let go as it is joined, and their memory handed back every few

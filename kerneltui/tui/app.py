@@ -14,6 +14,7 @@ from textual.worker import get_current_worker
 from kerneltui.commands import kept_screen
 from kerneltui.commands.kept_screen import FirstScreen
 from kerneltui.terminal_text import printable
+from kerneltui.trace import heap
 from kerneltui.trace.model import load_trace
 from kerneltui.tui.loading_app import Loader, LoadingApp
 from kerneltui.tui.messages import BrowseReady, KernelsReady, LoadProgress, LoadStage
@@ -99,6 +100,8 @@ def post_stages(app, trace) -> None:
     if worker.is_cancelled:
         return
     app.post_message(KernelsReady(kernels))
+    if len(trace.events) >= heap.LARGE:
+        heap.give_back()  # what linking freed, before stage 2 allocates its tables (trace/heap.py)
     browse = build_browse(kernels)
     if not worker.is_cancelled:
         app.post_message(BrowseReady(browse))

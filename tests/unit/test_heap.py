@@ -14,7 +14,7 @@ def test_a_large_load_gives_memory_back_every_four_columns_and_reads_the_same(mo
     calls = []
     real = heap.give_back
     monkeypatch.setattr(heap, "give_back", lambda: (calls.append(1), real()))
-    monkeypatch.setattr(load, "_TRIM_FROM_EVENTS", 0)  # this trace counts as large
+    monkeypatch.setattr(heap, "LARGE", 0)  # this trace counts as large
     trimmed, _ = load.read_trace(GPT)
     same_raw(trimmed, plain)
     assert len(calls) == len(load.EVENT_COLUMNS) // 4 + 1
@@ -24,10 +24,30 @@ def test_a_small_load_does_not(monkeypatch):
     calls = []
     monkeypatch.setattr(heap, "give_back", lambda: calls.append(1))
     raw, _ = load.read_trace(GPT)
-    assert len(raw.columns["ts"]) < load._TRIM_FROM_EVENTS and calls == []
+    assert len(raw.columns["ts"]) < heap.LARGE and calls == []
 
 
 def test_give_back_is_safe_to_call_again():
     heap.give_back()
     heap.give_back()
     assert heap._trim is not None  # looked up once: glibc's malloc_trim here, False where there is none
+
+
+async def test_the_browser_gives_memory_back_between_its_two_stages(monkeypatch):
+    from kerneltui.tui.app import build_app
+    from kerneltui.tui.messages import BrowseReady, KernelsReady
+    from tests.tui.helpers import settle
+
+    order = []
+    monkeypatch.setattr(heap, "LARGE", 0)
+    monkeypatch.setattr(heap, "give_back", lambda: order.append("give back"))
+    app = build_app(str(GPT))
+
+    def seen(message):
+        if isinstance(message, (KernelsReady, BrowseReady)):
+            order.append(type(message).__name__)
+
+    async with app.run_test(message_hook=seen) as pilot:
+        await settle(app, pilot)
+    # the load's every four columns and once at its end, then once between the stages (before stage 2 exists)
+    assert order.count("give back") == len(load.EVENT_COLUMNS) // 4 + 2 and order[-1] == "BrowseReady"
