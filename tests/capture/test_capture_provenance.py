@@ -7,6 +7,7 @@ The values asserted are those torch 2.13 gives for the examples; the captures ar
 from __future__ import annotations
 
 import logging
+import re
 from pathlib import Path
 
 import orjson
@@ -197,7 +198,8 @@ def test_without_provenance_tracking_the_generated_code_comments_are_used(tmp_pa
                          "--steps", "1", "--warmup", "1", "-o", str(tmp_path))
     assert rc == 0, err
     assert "kerneltui: warning: torch " in err and "has no Inductor provenance tracking" in err
-    block = read(tmp_path / "train_step_batch8_width16_compiled.json.gz")["kerneltui"]["provenance"]
+    doc = read(tmp_path / "train_step_batch8_width16_compiled.json.gz")
+    block = doc["kerneltui"]["provenance"]
     assert block["source"] == provenance.COMMENTS
     assert {kind(k["graph"]) for k in block["kernels"]} == {"forward", "backward", "inference"}
     first = block["kernels"][0]
@@ -207,7 +209,10 @@ def test_without_provenance_tracking_the_generated_code_comments_are_used(tmp_pa
         assert first["source_lines"] == [line("train_step.py", 25, "train_step")]
         assert first["module_paths"] == ["Sequential.0 (Linear)"]
         relu = block["kernels"][1]
-        assert (relu["name"], relu["trace_name"]) == ("cpp_fused_relu_0", cpp_event_name(relu))
+        # the event name is read from the generated code: the graph number baked into it there, which is
+        # the graph's own number on a cold Inductor cache and an earlier process's on a warm one
+        assert relu["name"] == "cpp_fused_relu_0" and re.fullmatch(r"graph_\d+_cpp_fused_relu_0", relu["trace_name"])
+        assert relu["trace_name"] in {e.get("name") for e in doc["traceEvents"]}  # what the trace calls it
 
 
 def test_a_torch_without_either_records_the_reason_and_the_capture_succeeds(tmp_path, monkeypatch):
