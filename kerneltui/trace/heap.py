@@ -17,9 +17,12 @@ LARGE = 250_000  # events (~100 MB of JSON): below it, the memory held back is n
 _trim = None
 
 
-def give_back() -> None:
-    """Return the allocator's free pages to the system, where the C library can (glibc's malloc_trim)."""
+def give_back(events: int) -> None:
+    """After work on ``events`` events freed memory: return the allocator's free pages to the system,
+    where the C library can (glibc's malloc_trim), for a large trace only."""
     global _trim
+    if events < LARGE:
+        return
     if _trim is None:
         try:
             import ctypes

@@ -307,7 +307,7 @@ class _EventReader:
             self.decoder.begin_end = []
             self.chunks.append(self.decoder.columns(paired))
         memory = MemoryColumns(joined_memory(self.chunks))
-        large = sum(len(c["ts"]) for c in self.chunks) >= heap.LARGE
+        events = sum(len(c["ts"]) for c in self.chunks)
         columns = {}
         for i, (name, dtype) in enumerate(EVENT_COLUMNS.items(), 1):
             # a column's chunks are let go as it is joined, and their memory handed back every few
@@ -315,11 +315,10 @@ class _EventReader:
             parts = [c.pop(name) for c in self.chunks]
             columns[name] = np.concatenate(parts) if parts else np.empty(0, dtype=dtype)
             del parts
-            if i % 4 == 0 and large:
-                heap.give_back()
+            if i % 4 == 0:
+                heap.give_back(events)
         self.chunks.clear()
-        if large:
-            heap.give_back()
+        heap.give_back(events)
         return RawTrace(columns, self.decoder, top, truncated, end_damaged, memory)
 
 

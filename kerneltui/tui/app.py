@@ -100,8 +100,7 @@ def post_stages(app, trace) -> None:
     if worker.is_cancelled:
         return
     app.post_message(KernelsReady(kernels))
-    if len(trace.events) >= heap.LARGE:
-        heap.give_back()  # what linking freed, before stage 2 allocates its tables (trace/heap.py)
+    heap.give_back(len(trace.events))  # what linking freed, before stage 2 allocates its tables (trace/heap.py)
     browse = build_browse(kernels)
     if not worker.is_cancelled:
         app.post_message(BrowseReady(browse))

@@ -43,6 +43,19 @@ def plain(lines: list[str]) -> list[str]:
     return [SGR.sub("", line) for line in lines]
 
 
+def held_loader(release: threading.Event, progress_at: float | None = None):
+    """A loader that waits for ``release`` (the app meanwhile shows what it shows before the trace),
+    reporting ``progress_at`` first if given, then loads the trace."""
+
+    def loader(path, progress):
+        if progress_at is not None:
+            progress(progress_at)
+        release.wait(20)
+        return load_trace(path)
+
+    return loader
+
+
 async def first_open(path=EAGER, size=SIZE) -> tuple[list[str], list[str]]:
     """Open ``path`` with nothing kept: (the lines it kept, what the browser showed once settled)."""
     where = kept_screen.kept_for(str(path), size)
@@ -81,10 +94,7 @@ async def test_the_first_open_keeps_the_browsers_first_draw_before_stage_two(mon
 async def test_a_kept_screen_is_shown_as_it_was_until_the_browser_and_keys_typed_meanwhile_reach_it():
     lines, _ = await first_open()
     release = threading.Event()
-
-    def slow_loader(path, progress):
-        release.wait(20)
-        return load_trace(path)
+    slow_loader = held_loader(release)
 
     where = kept_screen.kept_for(str(EAGER), SIZE)
     app = build_app(str(EAGER), slow_loader, kept=FirstScreen(where, lines, SIZE))
@@ -105,10 +115,7 @@ async def test_a_kept_screen_is_shown_as_it_was_until_the_browser_and_keys_typed
 async def test_a_resize_or_a_load_error_under_a_kept_screen_shows_the_loading_screen(tmp_path):
     lines, _ = await first_open()
     release = threading.Event()
-
-    def slow_loader(path, progress):
-        release.wait(20)
-        return load_trace(path)
+    slow_loader = held_loader(release)
 
     app = build_app(str(EAGER), slow_loader, kept=FirstScreen(None, lines, SIZE))
     async with app.run_test(size=SIZE) as pilot:
@@ -287,10 +294,7 @@ def test_kerneltui_cache_counts_the_kept_screens_and_clear_removes_them(capsys):
 async def test_q_under_a_kept_screen_quits_at_once_unless_a_search_was_typed_before_it():
     lines, _ = await first_open()
     release = threading.Event()
-
-    def slow_loader(path, progress):
-        release.wait(20)
-        return load_trace(path)
+    slow_loader = held_loader(release)
 
     app = build_app(str(EAGER), slow_loader, kept=FirstScreen(None, lines, SIZE))
     async with app.run_test(size=SIZE) as pilot:
@@ -313,11 +317,7 @@ async def test_q_under_a_kept_screen_quits_at_once_unless_a_search_was_typed_bef
 async def test_a_cold_read_behind_a_kept_screen_shows_its_progress():
     lines, _ = await first_open()
     release = threading.Event()
-
-    def cold_loader(path, progress):
-        progress(0.25)  # what a read of the JSON reports (the column cache reports only 1.0)
-        release.wait(20)
-        return load_trace(path)
+    cold_loader = held_loader(release, progress_at=0.25)  # what a read of the JSON reports (the cache: only 1.0)
 
     app = build_app(str(EAGER), cold_loader, kept=FirstScreen(None, lines, SIZE))
     async with app.run_test(size=SIZE) as pilot:
