@@ -11,7 +11,7 @@ setup(
         Extension(
             "kerneltui.trace._scan",
             ["kerneltui/trace/_scan.c"],
-            extra_compile_args=["-O2", "-fno-fast-math", "-std=c11", "-D_GNU_SOURCE"],
+            extra_compile_args=["-O3", "-fno-fast-math", "-std=c11", "-D_GNU_SOURCE"],
             optional=True,
         )
     ]

@@ -27,6 +27,7 @@ except ImportError:  # pragma: no cover - depends on the environment
 _INFLATE_ERRORS = (zlib.error, getattr(_zlib, "error", zlib.error), OSError)
 GZIP_MAGIC = b"\x1f\x8b"
 BLOCK = 16 << 20
+PIECE = 1 << 18  # fill's step: a block is looked at 256 KB at a time, while in cache
 _DONE = object()
 
 
@@ -66,6 +67,8 @@ class BlockStream:
         if self.file_bytes == 0:
             raise TraceError(f"{self.path} is empty (0 bytes): not a trace")
         self.cut_short = False
+        self._file = None  # a plain file's, while its blocks are being read
+        self.done = 0  # bytes of the file read so far
 
     def __iter__(self) -> Iterator[bytes]:
         return self._inflated() if self.compressed else self._plain()
@@ -75,12 +78,53 @@ class BlockStream:
         if self.pipe is not None:
             yield from self._pipe_reads(size)
             return
-        done = 0
+        self.done = 0
         with open(self.path, "rb") as f:
-            while block := f.read(size):
-                done += len(block)
-                self.progress(done / self.file_bytes)
-                yield block
+            self._file = f  # where fill reads from, between blocks
+            try:
+                while block := f.read(size):
+                    self.done += len(block)
+                    self.progress(self.done / self.file_bytes)
+                    yield block
+            finally:
+                self._file = None
+
+    def fill(self, blocks: Iterator[bytes], take: Callable[[int], bytearray], carry: bytes | memoryview,
+             block: bytes | memoryview | None = None,
+             landed: Callable[[memoryview, int], bool] = lambda text, start: False) -> tuple[bytearray, int]:
+        """``carry`` and then the next block (``block``, or the next of ``blocks``), in a buffer from
+        ``take``: (the buffer, how many bytes of it are filled); nothing past ``carry`` at the end.
+
+        A plain file's block is read straight into the buffer (no bytes object of 16 MB a block).
+        ``landed(filled, start)`` sees the text filled so far as each PIECE from ``start`` on lands,
+        while it is still in the CPU's cache; once it returns True, no more of the file is read."""
+        at = len(carry)
+        if block is None and self._file is not None and not self.compressed:
+            buffer = take(at + BLOCK)
+            buffer[:at] = carry
+            view, end = memoryview(buffer), at + BLOCK
+            while at < end:
+                read = self._file.readinto(view[at : min(at + PIECE, end)])
+                if not read:
+                    break
+                self.done += read
+                at += read
+                if landed(view[:at], at - read):
+                    break
+            self.progress(self.done / self.file_bytes)
+            return buffer, at
+        if block is None:
+            block = next(blocks, b"")
+        size = at + len(block)
+        buffer = take(size)
+        buffer[:at] = carry
+        view, found = memoryview(buffer), False
+        for i in range(0, len(block), PIECE):
+            piece = block[i : i + PIECE]
+            view[at : at + len(piece)] = piece
+            at += len(piece)
+            found = found or landed(view[:at], at - len(piece))
+        return buffer, size
 
     def _pipe_reads(self, size: int) -> Iterator[bytes]:
         with self.pipe as f:

@@ -3,7 +3,8 @@
 Kineto (and most pretty-printed Chrome traces) start every event of the
 traceEvents array on a line of its own at one indentation. JSON strings cannot
 hold a raw newline, so ``"\\n" + indent + "{"`` marks event starts safely: the
-array is cut there into ~16 MB chunks, each decoded as its own JSON array.
+array is cut there into ~16 MB chunks, each decoded as its own JSON array (the C
+scanner reads a chunk's elements where they lie, in a reused buffer, without brackets).
 Layouts without that shape (one-line files) are decoded whole. A file cut off
 mid-write keeps every complete event before the cut.
 
@@ -194,6 +195,8 @@ class _EventReader:
         ``rest_at``: the file offset of ``rest``, when the workers read their chunks from the
         file (sending a worker where its chunk lies instead of the chunk saves a copy of every
         byte through a pipe, done by this process while the workers wait)."""
+        if self.ahead is not None:
+            return self._events_in_place(rest, blocks)
         separator = self.separator
         pending_at = rest_at  # file offset of buffer[1:]
         # The array's "]" starts a line indented no deeper than the events: inside an
@@ -232,8 +235,60 @@ class _EventReader:
             if pending_at is not None:
                 pending_at += cut - 1
         self._drain()
-        # Cut off mid-write: keep every complete event; the last one is whole only by luck.
-        pieces = repair.split_events(pending, separator)
+        return self._cut_off(pending)
+
+    def _events_in_place(self, rest: bytes, blocks: Iterable[bytes]) -> tuple[bool, bytes]:
+        """``_events`` for the scan-ahead threads: each block lands in a reused buffer after the
+        bytes carried over from the last, and the scanner reads the chunk's elements where they lie
+        (no "[" + chunk + "]" copy, no fresh pages)."""
+        separator = self.separator
+        array_end = _array_end_finder(len(separator) - 2)
+        buffers = self.ahead.buffers
+        pending, first, ends = b"", rest, []
+
+        def landed(text: memoryview, start: int) -> bool:
+            # from a little before the new bytes: a "\n  ]" may straddle them
+            if not ends and (end := array_end(text, max(0, start - 256))) is not None:
+                ends.append(end)
+            return bool(ends)
+
+        while True:
+            buffer, size = self.stream.fill(blocks, buffers.take, pending, first, landed)
+            if size == len(pending) and first is None:
+                buffers.give(buffer)
+                break
+            first = None
+            text = memoryview(buffer)[:size]
+            if ends:
+                end = ends[0]
+                self._decode(bytes(text[: end[0]]))
+                buffers.give(buffer)
+                self._drain()
+                return False, bytes(text[end[1] :]) + b"".join(blocks)
+            cut = buffer.rfind(separator, 0, size)
+            if cut <= 0:
+                if size > EVENT_LIMIT:  # no event boundary in this much text: one absurd event
+                    raise TraceError(f"{self.stream.path} holds an event of over {EVENT_LIMIT >> 20} MB: "
+                                     "not a trace kerneltui can read")
+                pending = bytes(text)
+                buffers.give(buffer)
+                continue
+            pending = bytes(text[cut:])
+            comma = cut - 1
+            while comma >= 0 and buffer[comma] in _WS:
+                comma -= 1
+            if comma >= 0 and buffer[comma] == ord(","):
+                self.chunks.extend(self.ahead.submit(text[:comma], buffer))
+            else:
+                self._decode(bytes(text[:cut]))
+                buffers.give(buffer)
+        self._drain()
+        return self._cut_off(pending)
+
+    def _cut_off(self, pending: bytes) -> tuple[bool, bytes]:
+        """The file ends inside the array, cut off mid-write: keep every complete event of the text
+        left over; the last one is whole only by luck."""
+        pieces = repair.split_events(pending, self.separator)
         if pieces:
             last = pieces.pop()
             self.chunks.append(self.decoder.columns(events_from_pieces(pieces, self.decoder.losses)))

@@ -37,10 +37,11 @@ def scanner_in_use() -> bool:
     return _scan is not None and os.environ.get("KERNELTUI_DECODER", "").strip().lower() != "python"
 
 
-def scan_chunk(array_json) -> tuple | None:
+def scan_chunk(array_json, bare: bool = False) -> tuple | None:
     """The C scanner's reading of a chunk, for ``ChunkDecoder.adopt``; None: the Python path's to
-    decode. Thread-safe and run without the GIL, so threads can scan chunks at once."""
-    return _scan.scan(array_json, _classify)
+    decode. Thread-safe and run without the GIL, so threads can scan chunks at once. ``bare``: the
+    chunk is the array's elements without its brackets (read where it lies, not copied into them)."""
+    return _scan.scan(array_json, _classify, bare)
 
 
 def array_end(text, start: int, max_indent: int) -> tuple[int, int] | None:

@@ -8,6 +8,7 @@ everything (or read what it should have handed back) fails here too.
 
 from __future__ import annotations
 
+import gzip
 import os
 import random
 import re
@@ -118,6 +119,7 @@ READ_BY_THE_SCANNER = {
     "nested unknown fields": KERNEL.replace(b'"queued": 0', b'"queued": {"a": [1, {"b": [true, false, null]}], "c": "d"}'),
     "shapes without types": OP.replace(b'"Input type": ["float", "float"], ', b""),
     "pretty-printed": KERNEL.replace(b", ", b",\n      ").replace(b": ", b" :  "),
+    "torch 1.8's spelling inside a longer name": KERNEL.replace(b'"void gemm<128>(float*)"', b'"an external id"'),
 }
 
 
@@ -141,6 +143,9 @@ HANDED_BACK = {
     "bad UTF-8 in a skipped field": KERNEL.replace(b'"queued": 0', b'"queued": "\xff\xfe"'),
     "an event that is not an object": b"[1, 2]",
     "torch 1.8's external id": KERNEL.replace(b'"External id"', b'"external id"'),
+    # decode_events rewrites the spelling wherever the text holds it, values included
+    "its spelling as a name": KERNEL.replace(b'"void gemm<128>(float*)"', b'"external id"'),
+    "its spelling after an escaped quote": KERNEL.replace(b'"void gemm<128>(float*)"', b'"a \\"external id"'),
     "nesting past the scanner's depth": KERNEL.replace(b'"queued": 0', b'"queued": ' + b"[" * 300 + b"]" * 300),
 }
 
@@ -180,6 +185,38 @@ def test_chunks_scanned_ahead_on_threads_come_back_in_file_order(tmp_path, monke
     assert len(adopted) > 20
 
 
+def test_a_load_in_place_reads_as_the_python_decoder_wherever_blocks_and_pieces_fall(tmp_path, monkeypatch):
+    """The scan-ahead load fills reused buffers a piece at a time, looks for the array's end as each
+    piece lands, and scans each chunk where it lies: an end straddling a piece or a block, events
+    longer than a block, plain and gzipped, all load as the Python decoder loads them."""
+    monkeypatch.delenv("KERNELTUI_WORKERS", raising=False)
+    in_place = []
+    real = scanner._scan.scan
+    monkeypatch.setattr(scanner._scan, "scan", lambda text, classify, bare=False: in_place.append(bare) or real(text, classify, bare))
+    text = trace_text([META, OP, LAUNCH, KERNEL, *EVERY_KIND] * 3)
+    for block, piece in ((64, 16), (97, 7), (700, 64), (2000, 2000)):
+        monkeypatch.setattr(blocks, "BLOCK", block)
+        monkeypatch.setattr(blocks, "PIECE", piece)
+        for shift in range(0, 24, 5):  # the end's "\n]" at other places in a piece and a block
+            for name, data in (("t.json", b" " * shift + text), ("t.json.gz", gzip.compress(b"\n" * shift + text))):
+                path = tmp_path / name
+                path.write_bytes(data)
+                assert fuzzing.decoders_differ(str(path)) is None, (block, piece, shift, name)
+    assert in_place.count(True) > 50  # chunks were scanned where they lie, not handed back or bracketed
+
+
+def test_a_load_in_place_reuses_its_buffers(monkeypatch):
+    monkeypatch.delenv("KERNELTUI_WORKERS", raising=False)
+    monkeypatch.setattr(blocks, "BLOCK", 64 << 10)
+    takers = []
+    take = ahead.Buffers.take
+    monkeypatch.setattr(ahead.Buffers, "take", lambda self, size: takers.append(self) or take(self, size))
+    read_trace(ROOT / "tests" / "data" / "traces" / "gpt_train_eager.json.gz")
+    assert len(takers) > 30 and len(set(takers)) == 1
+    # the chunks in flight (ScanAhead.limit) and the one filling, and one to replace the first, shorter block's
+    assert takers[0].made <= ahead.scan_threads() + 3
+
+
 def test_a_process_forked_after_a_load_still_loads(tmp_path, monkeypatch):
     """A fork copies the scan threads' executor but not its threads: the child must make its own."""
     monkeypatch.delenv("KERNELTUI_WORKERS", raising=False)
@@ -207,7 +244,8 @@ def test_a_process_forked_after_a_load_still_loads(tmp_path, monkeypatch):
 def test_the_array_end_is_found_where_the_regex_finds_it():
     rng = random.Random(5)
     for _ in range(20000):
-        text = bytes(rng.choice(b" \t\n]x{") for _ in range(rng.randint(0, 12)))
+        # past 16 bytes too: the scanner rules out sixteen at a time
+        text = bytes(rng.choice(b" \t\n]x{") for _ in range(rng.randint(0, rng.choice((12, 80)))))
         indent, start = rng.randint(0, 3), rng.randint(0, len(text))
         found = re.compile(rb"\n[ \t]{0,%d}\]" % indent).search(text, start)
         assert scanner._scan.array_end(text, start, indent) == (None if found is None else found.span()), (text, start)
