@@ -180,13 +180,13 @@ class OpStack:
         if not len(self.op_rows):
             return np.full(len(t), -1, np.int64)
         at = self.op_nesting.innermost(t)
-        return np.where(at >= 0, self.op_rows[np.clip(at, 0, None)], -1)
+        return np.where(at >= 0, self.op_rows[np.clip(at, 0, None)], -1).astype(np.int64)  # rows are kept int32
 
     def enclosing(self, t: int) -> np.ndarray:
         """Rows of every interval containing t, outermost first."""
         n = self.nesting
         inside = (n.starts <= t) & (n.ends >= t)
-        return self.rows[n.order[inside]]
+        return self.rows[n.order[inside]].astype(np.int64)
 
     def top_level_ops(self) -> np.ndarray:
-        return self.op_rows[self.op_nesting.top_level()]
+        return self.op_rows[self.op_nesting.top_level()].astype(np.int64)

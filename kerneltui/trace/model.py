@@ -15,18 +15,19 @@ import numpy as np
 import orjson
 import pandas as pd
 
-from kerneltui.trace import pool
+from kerneltui.trace import heap, pool
 from kerneltui.trace.blocks import size_and_compression
 from kerneltui.trace.cache import holds as cache_holds
 from kerneltui.trace.cache import load as cached_read
 from kerneltui.trace.frames import innermost_frames, sources
-from kerneltui.trace.intervals import depth_by_group
+from kerneltui.trace.intervals import depth_by_group, index_dtype
 from kerneltui.trace.iterations import Iterations, find_iterations
 from kerneltui.trace.link import OpStack, gpu_table
 from kerneltui.trace.load import RawTrace
 from kerneltui.trace.schema import Kind, TraceMeta
 
 STACK_KINDS = (Kind.CPU_OP, Kind.ANNOTATION, Kind.RUNTIME, Kind.DRIVER)
+heap.arrow_on_system_malloc()  # the tables' strings too are handed back between stages (trace/heap.py)
 
 
 class Trace:
@@ -93,7 +94,7 @@ class Trace:
         rows = np.flatnonzero(np.isin(ev["kind"].to_numpy(), STACK_KINDS))
         lanes = ev["lane"].to_numpy()[rows]
         order = np.argsort(lanes, kind="stable")
-        rows, lanes = rows[order], lanes[order]
+        rows, lanes = rows[order].astype(index_dtype(len(ev))), lanes[order]  # kept by the op stacks: int32
         distinct, first = np.unique(lanes, return_index=True)
         bounds = np.append(first, len(rows))
         return {int(lane): rows[bounds[i] : bounds[i + 1]] for i, lane in enumerate(distinct)}

@@ -36,6 +36,7 @@ from kerneltui.analysis.memory import MemoryTable, memory_table
 from kerneltui.analysis.modules import ModuleTree, module_tree
 from kerneltui.analysis.overview import Overview, overview
 from kerneltui.trace.filters import name_pattern
+from kerneltui.trace.intervals import index_dtype
 from kerneltui.trace.model import Trace
 from kerneltui.trace.schema import Kind
 from kerneltui.trace.summary import TraceSummary, kernel_stats, summarize
@@ -177,7 +178,6 @@ class Browse:
     device_spec: object | None
     sources: pd.DataFrame | None  # trace.gpu_sources (source, module) or None without stacks
     step_spans: tuple[np.ndarray, np.ndarray, tuple[str, ...]]  # per step/call: CPU span widened to its GPU work
-    row_to_launch: np.ndarray = field(repr=False)  # event row of GPU work -> position in trace.gpu, or -1
     call_to_launch: np.ndarray = field(repr=False)  # event row of a launch call -> the first GPU work it launched
     icicles: dict = field(repr=False)  # launching thread (lane) -> its CPU ops, a lane per depth (the main one first)
     context: LaunchContext = field(repr=False)  # per launch: op stack, source line, module (analysis.explore)
@@ -195,6 +195,13 @@ class Browse:
 def build_browse(kernels: Kernels) -> Browse:
     trace = kernels.trace
     g = trace.gpu
+    # What needs large scratch memory first, what is kept after: the peak is then the kept tables,
+    # not them plus a late step's scratch (a 5 GB trace's peak fell by ~0.1x its size so)
+    summary = summarize(trace)
+    memory = memory_table(trace)
+    steps = overview(trace)
+    traffic, spec, traffic_result = _traffic(trace)
+    findings = tuple(advice(trace, steps, traffic_result))
     kinds = trace.events["kind"].to_numpy()
     ts = trace.events["ts"].to_numpy()
     noise_rows, counts = {}, {}
@@ -202,32 +209,29 @@ def build_browse(kernels: Kernels) -> Browse:
         counts[cid] = int(np.isin(kernels.launch_kind, ks).sum())
     for cid, _, ks in CPU_CATEGORIES:
         rows = np.flatnonzero(np.isin(kinds, ks))
-        noise_rows[cid] = _frozen(rows[np.argsort(ts[rows], kind="stable")])
+        noise_rows[cid] = _frozen(rows[np.argsort(ts[rows], kind="stable")].astype(index_dtype(len(kinds))))
         counts[cid] = len(rows)
     for lane in trace.cpu_lanes():
         trace.op_stack(lane)  # built here so the details pane never waits on it
-    row_to_launch = np.full(len(trace.events), -1, np.int64)
-    row_to_launch[g["row"].to_numpy()] = np.arange(len(g))
-    call_to_launch = np.full(len(trace.events), -1, np.int64)
+    # one entry per event: int32 (positions in trace.gpu), half the memory of a 5 GB trace's int64s
+    call_to_launch = np.full(len(trace.events), -1, index_dtype(len(g)))
     called = g["launch_row"].to_numpy()
     has_call = np.flatnonzero(called >= 0)[::-1]  # reversed: the first launch of a graph replay wins
     call_to_launch[called[has_call]] = has_call
-    traffic, spec, traffic_result = _traffic(trace)
     sources = trace.gpu_sources if trace.meta.with_stack and len(g) else None
     context = launch_context(trace)
     group_index(trace, context)  # every grouping's codes, here rather than on the first keystroke
     range_index(trace)
     modules = module_tree(trace)  # the attribution, here rather than on the first T
     place_codes(trace)
-    steps = overview(trace)
     return Browse(
         health=trace_health(trace),
         overview=steps,
-        findings=tuple(advice(trace, steps, traffic_result)),
-        memory=memory_table(trace),
+        findings=findings,
+        memory=memory,
         kernels=kernels,
         step_spans=step_spans(trace, kernels.origin),
-        summary=summarize(trace),
+        summary=summary,
         lanes=tuple(lanes_from_trace(trace, kernels.origin, op_depths=0)),
         icicles=icicles(trace, kernels.origin),
         noise_rows=noise_rows,
@@ -235,7 +239,6 @@ def build_browse(kernels: Kernels) -> Browse:
         traffic=traffic,
         device_spec=spec,
         sources=sources,
-        row_to_launch=_frozen(row_to_launch),
         call_to_launch=_frozen(call_to_launch),
         context=context,
         search=launch_search(trace, context),

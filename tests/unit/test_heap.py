@@ -50,3 +50,46 @@ async def test_the_browser_gives_memory_back_between_its_two_stages(monkeypatch)
         await settle(app, pilot)
     # the load's every four columns and once at its end, then once between the stages (before stage 2 exists)
     assert order.count("give back") == len(load.EVENT_COLUMNS) // 4 + 2 and order[-1] == "BrowseReady"
+
+
+def test_arrow_allocates_with_the_system_malloc_that_give_back_trims():
+    import pyarrow
+
+    import kerneltui.trace.model  # noqa: F401 - puts Arrow on the system allocator when imported
+
+    assert pyarrow.default_memory_pool().backend_name == "system"
+
+
+def test_the_op_stacks_keep_their_positions_as_int32_and_answer_as_before():
+    """The browser keeps every thread's op stack: its positions are int32 (half the memory at 5 GB),
+    and what it answers is the same as a stack of int64 positions answers, in int64."""
+    import numpy as np
+
+    from kerneltui.trace.intervals import Nesting
+    from kerneltui.trace.model import load_trace
+    from kerneltui.trace.schema import Kind
+
+    trace = load_trace(GPT)
+    ev = trace.events
+    checked = 0
+    for lane in trace.cpu_lanes():
+        stack = trace.op_stack(lane)
+        if stack is None:
+            continue
+        assert stack.rows.dtype == stack.op_rows.dtype == np.int32
+        for nesting in (stack.nesting, stack.op_nesting):
+            assert nesting.order.dtype == nesting.depth.dtype == np.int32
+            assert all(part.dtype == np.int32 for part in nesting._by_depth.values())
+        # the same stack from int64 rows: its answers, cast
+        rows = stack.rows.astype(np.int64)
+        ts = ev["ts"].to_numpy()[rows]
+        ops = ev["kind"].to_numpy()[rows] == Kind.CPU_OP
+        wide = Nesting(ts[ops], ts[ops] + ev["dur"].to_numpy()[rows][ops])
+        t = np.sort(np.random.default_rng(lane).choice(ts, size=min(500, len(ts))))
+        found = wide.innermost(t)
+        expected = np.where(found >= 0, rows[ops][np.clip(found, 0, None)], -1)
+        assert stack.innermost_op(t).dtype == np.int64
+        assert np.array_equal(stack.innermost_op(t), expected)
+        assert np.array_equal(stack.top_level_ops(), np.sort(rows[ops][wide.top_level()]))
+        checked += 1
+    assert checked >= 2  # the main thread and autograd's
