@@ -121,12 +121,29 @@ class Caches:
 
     keep: dict = field(default_factory=dict)
     scope_ns: dict = field(default_factory=dict)
+    # the last few answers whole: backspace to a search typed a moment ago is its answer, no regrouping
+    # (a broad search regroups half a million launches); answers are never changed once made
+    answers: dict = field(default_factory=dict)
+
+
+ANSWERS_KEPT = 8
 
 
 def answer(kernels: Kernels, browse: Browse, query: Query, caches: Caches | None = None) -> Answer:
     """Every pane's data for a query. Raises UserError for a bad regex."""
-    trace = kernels.trace
     caches = caches if caches is not None else Caches()
+    if query in caches.answers:
+        caches.answers[query] = caches.answers.pop(query)  # the most recently used last
+        return caches.answers[query]
+    found = _answer(kernels, browse, query, caches)
+    caches.answers[query] = found
+    while len(caches.answers) > ANSWERS_KEPT:
+        caches.answers.pop(next(iter(caches.answers)))
+    return found
+
+
+def _answer(kernels: Kernels, browse: Browse, query: Query, caches: Caches) -> Answer:
+    trace = kernels.trace
     kept = (query.pattern, query.shown, query.module)
     if kept not in caches.keep:
         search = browse.search.match(query.pattern) if query.pattern else None

@@ -416,3 +416,47 @@ async def test_w_in_the_timeline_widens_the_tables_too_and_80_columns_say_the_sc
         await pilot.pause()
         assert app.focused is timeline and screen.query_state.scope.whole
         assert " in ProfilerStep" not in str(screen.query_one("#counts").render())
+
+
+async def test_a_search_typed_back_reuses_its_answer_and_the_details_of_a_kept_selection(monkeypatch):
+    """Backspace to a search typed a moment ago is that search's answer (no regrouping); the details
+    of a launch the search keeps selected are not made again; both as fresh ones would be."""
+    from kerneltui.tui import query
+    from kerneltui.tui.screens import browser
+
+    made = []
+    real_details = browser.launch_details
+    monkeypatch.setattr(browser, "launch_details", lambda *a: made.append(a[2]) or real_details(*a))
+    async with opened(gpt(), size=(120, 40)) as (app, pilot):
+        screen, table, _, _ = parts(app)
+        await pilot.press("slash", *"aten::m")
+        first_answer, first_rows, details = screen.answer, rows(table), screen.query_one(DetailsPane).details
+        made.clear()
+        await pilot.press("m", "backspace")  # aten::mm, then back to aten::m
+        assert screen.answer is first_answer and rows(table) == first_rows
+        assert screen.query_one(DetailsPane).details is details and made == []  # the selection stayed
+        fresh = query.answer(screen.kernels, screen.browse, screen.query_state)  # no caches: computed afresh
+        assert fresh is not first_answer and fresh.table.equals(first_answer.table)
+        await pilot.press("escape", "down")  # another launch: its details are made
+        assert made == [screen.selected]
+
+
+def test_the_answers_kept_are_the_last_few_used():
+    from kerneltui.tui import query
+    from kerneltui.tui.model import build_browse, build_kernels
+
+    kernels = build_kernels(load_trace(gpt()))
+    browse = build_browse(kernels)
+    caches = query.Caches()
+    first = query.answer(kernels, browse, query.Query(pattern="aten"), caches)
+    for i in range(query.ANSWERS_KEPT - 1):
+        query.answer(kernels, browse, query.Query(pattern=f"x{i}"), caches)
+    assert query.answer(kernels, browse, query.Query(pattern="aten"), caches) is first  # used again: now the newest
+    for i in range(query.ANSWERS_KEPT - 1):
+        query.answer(kernels, browse, query.Query(pattern=f"y{i}"), caches)
+    assert query.answer(kernels, browse, query.Query(pattern="aten"), caches) is first
+    query.answer(kernels, browse, query.Query(pattern="z"), caches)
+    for i in range(query.ANSWERS_KEPT):
+        query.answer(kernels, browse, query.Query(pattern=f"w{i}"), caches)
+    again = query.answer(kernels, browse, query.Query(pattern="aten"), caches)
+    assert again is not first and again.table.equals(first.table) and len(caches.answers) == query.ANSWERS_KEPT

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pytest
 
@@ -145,3 +147,23 @@ def test_a_filtered_lane_equals_one_built_from_its_kept_intervals():
             assert np.array_equal(getattr(part, name), getattr(built, name)), (lane.key, name)
         assert part.min_id == built.min_id and part.longest >= built.longest
         assert [part.position_of(int(i)) for i in part.ids[:50]] == list(range(min(50, len(part))))
+
+
+def test_big_lanes_are_cut_on_threads_into_the_same_lanes(monkeypatch):
+    """filter_lanes cuts big lanes on threads at once: field for field what one thread cuts."""
+    from kerneltui.tui import lanes as lanes_module
+
+    trace = load_trace(shared_trace("gpt_train_eager"))
+    lanes = lanes_from_trace(trace)
+    keep = np.random.default_rng(1).random(len(trace.gpu)) < 0.3
+    alone = filter_lanes(lanes, keep)
+    cut_on = []
+    real = lanes_module.Lane.subset
+    monkeypatch.setattr(lanes_module.Lane, "subset", lambda self, k: cut_on.append(threading.current_thread().name) or real(self, k))
+    monkeypatch.setattr(lanes_module, "PARALLEL_FROM", 0)  # this small trace counts as big
+    threaded = filter_lanes(lanes, keep)
+    assert len(cut_on) == len(lanes) and all(name.startswith("kerneltui-lanes") for name in cut_on)
+    assert [lane.key for lane in threaded] == [lane.key for lane in alone]
+    for a, b in zip(alone, threaded):
+        for name in ("starts", "ends", "ids", "kinds", "names", "_cum", "_sorted_ends"):
+            assert np.array_equal(getattr(a, name), getattr(b, name)), (a.key, name)

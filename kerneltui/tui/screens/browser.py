@@ -75,6 +75,7 @@ class BrowserScreen(BrowserKeys):
         self._base_lanes: list = []
         self._icicle_thread: int | None = None
         self._caches = Caches()  # what query.answer reuses between keystrokes
+        self._launch_details = None  # ((launch, full names, browse), the details the pane was given for them)
         self._lanes_cache: dict[int, tuple] = {}  # id(keep) -> (keep, its filtered lanes)
 
     @property
@@ -331,7 +332,13 @@ class BrowserScreen(BrowserKeys):
         if self.selected is None or self.selected < 0:
             return
         full = self.query_one(KernelTable).full_names
-        self.query_one(DetailsPane).show(launch_details(self.kernels, self.browse, self.selected, full))
+        pane = self.query_one(DetailsPane)
+        key = (self.selected, full, self.browse)
+        if self._launch_details is not None and self._launch_details[0] == key and pane.details is self._launch_details[1]:
+            return  # a search or grouping that keeps the selection: what the pane shows is still right (5 ms)
+        details = launch_details(self.kernels, self.browse, self.selected, full)
+        self._launch_details = (key, details)
+        pane.show(details)
 
     def _row_highlighted(self, key: str | None) -> None:
         if key is None:
