@@ -32,14 +32,17 @@ def run(args: argparse.Namespace) -> int:
     check_trace_path(args.trace[0])  # a missing file is one line, not a screen that shows it
     kept, put_back = _kept_screen(args)  # on screen now, before the imports below
     try:
+        from kerneltui.commands.load_ahead import LoadAhead
         from kerneltui.trace.model import load_trace, start_workers_for
-        from kerneltui.tui.app import build_app  # textual loads only for this command
 
         path = args.trace[0]
-        start_workers_for([path], cache=False if args.no_cache else None)  # before Textual's threads
-        # write_later: a new cache entry is written after the first screen, not before it
-        app = build_app(path, functools.partial(load_trace, cache=False if args.no_cache else None, write_later=True),
-                        kept=kept)
+        start_workers_for([path], cache=False if args.no_cache else None)  # before any thread
+        # write_later: a new cache entry is written after the first screen, not before it; the read
+        # starts now, while Textual is imported and started
+        loader = LoadAhead(functools.partial(load_trace, cache=False if args.no_cache else None, write_later=True), path)
+        from kerneltui.tui.app import build_app  # textual loads only for this command
+
+        app = build_app(path, loader, kept=kept)
     except BaseException:
         put_back(True)  # ctrl+c or an error before Textual took the terminal: ours to put back
         raise
