@@ -14,6 +14,7 @@ import io
 import math
 import shutil
 import textwrap
+from concurrent.futures import Future
 
 import orjson
 import pandas as pd
@@ -21,7 +22,7 @@ import pandas as pd
 from kerneltui.analysis.advice import advice
 from kerneltui.analysis.cpu_work import cpu_work, is_cpu_capture
 from kerneltui.analysis.health import Health, trace_health
-from kerneltui.analysis.memory import memory_dict, memory_table
+from kerneltui.analysis.memory import MemoryTable, memory_dict, memory_table
 from kerneltui.analysis.overview import overview
 from kerneltui.terminal_text import json_safe, printable, printable_lines
 from kerneltui.trace.model import Trace
@@ -227,9 +228,13 @@ def no_gpu_work_line(trace: Trace) -> str:
     )
 
 
-def as_json(trace: Trace, s: TraceSummary, kernels: pd.DataFrame, launches: pd.DataFrame | None,
-            work: pd.DataFrame | None = None) -> str:
-    """``work`` as for ``as_table``: a CPU capture's rows, ``cpu_work`` in the document."""
+def as_json(trace: Trace, s: TraceSummary | Future, kernels: pd.DataFrame, launches: pd.DataFrame | None,
+            work: pd.DataFrame | None = None, memory: MemoryTable | Future | None = None) -> str:
+    """``work`` as for ``as_table``: a CPU capture's rows, ``cpu_work`` in the document. ``s`` and
+    ``memory`` may be futures of them, computed on another thread meanwhile (commands/summary.py)."""
+    o = overview(trace)
+    findings = [f.to_dict() for f in advice(trace, o)]
+    health = trace_health(trace).to_dict()
     doc = {
         "trace": {
             "path": trace.meta.path,
@@ -241,20 +246,25 @@ def as_json(trace: Trace, s: TraceSummary, kernels: pd.DataFrame, launches: pd.D
             "warnings": list(trace.meta.warnings),
             "events": len(trace.events),
         },
-        "summary": summary_dict(trace, s),
-        "health": trace_health(trace).to_dict(),
+        "summary": summary_dict(trace, _resolved(s)),
+        "health": health,
         "kernels": labelled(kernels).to_dict("records"),
         "cpu_capture": is_cpu_capture(trace),
     }
-    o = overview(trace)
     doc["overview"] = o.to_dict()  # analysis/overview.py, docs/overview.md
-    doc["try_next"] = [f.to_dict() for f in advice(trace, o)]  # analysis/advice.py, docs/overview.md
+    doc["try_next"] = findings  # analysis/advice.py, docs/overview.md
     if doc["cpu_capture"]:  # the kernel table of a CPU capture: CPU self time, never GPU time
         doc["cpu_work"] = labelled(cpu_work(trace) if work is None else work).to_dict("records")
-    doc["memory"] = memory_dict(memory_table(trace))  # devices empty without [memory] events (docs/memory.md)
+    # devices empty without [memory] events (docs/memory.md)
+    doc["memory"] = memory_dict(memory_table(trace) if memory is None else _resolved(memory))
     if launches is not None:
         doc["launches"] = launches.to_dict("records")
     return json_safe(orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY).decode()) + "\n"
+
+
+def _resolved(value):
+    """A value, or the result of a future of it (raising what it raised)."""
+    return value.result() if isinstance(value, Future) else value
 
 
 def summary_dict(trace: Trace, s: TraceSummary) -> dict:

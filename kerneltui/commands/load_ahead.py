@@ -28,7 +28,7 @@ class LoadAhead:
     def _read(self) -> None:
         try:
             self._result = (self.loader(self.path, progress=self._report), None)
-        except BaseException as exc:  # handed to whoever asks for the trace
+        except BaseException as exc:  # noqa: BLE001 - handed to whoever asks for the trace, raised there
             self._result = (None, exc)
         self._done.set()
 

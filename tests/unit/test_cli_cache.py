@@ -105,7 +105,9 @@ def test_open_no_cache_hands_the_app_a_loader_without_cache(monkeypatch):
     for argv in (["open", A, "--no-cache"], ["open", A]):
         with pytest.raises(Done):
             cli.main(argv)
-    without, with_cache = seen
+    for ahead in seen:  # the read started at once (commands/load_ahead.py): let it end within this test
+        assert ahead._done.wait(60)
+    without, with_cache = (ahead.loader for ahead in seen)
     assert isinstance(without, functools.partial) and without.func is load_trace
     assert without.keywords == {"cache": False, "write_later": True}
     assert with_cache.func is load_trace and with_cache.keywords == {"cache": None, "write_later": True}

@@ -205,3 +205,27 @@ def test_by_module_refuses_what_is_for_kernels_in_one_line():
     result = kerneltui("summary", EAGER, "--by", "module", "--filter", "add")
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == ["kerneltui: --filter, --launches and --full-names are for --by kernel"]
+
+
+def test_the_summary_and_memory_table_are_computed_on_a_second_thread_to_the_same_document(monkeypatch, capsys):
+    """`summary --format json` computes the step summary and the memory table on a second thread while
+    the first does the rest; the document is the one computed on one thread."""
+    import threading
+
+    from kerneltui import report
+    from kerneltui.analysis import memory
+    from kerneltui.cli import main
+    from kerneltui.trace import load_trace, summary
+
+    path = str(shared_trace("gpt_train_eager"))
+    trace = load_trace(path, cache=False)
+    alone = report.as_json(trace, summary.summarize(trace), summary.kernel_stats(trace, trace.gpu), None, None)
+    threads = []
+    for module, name in ((summary, "summarize"), (memory, "memory_table")):
+        real = getattr(module, name)
+        monkeypatch.setattr(module, name, lambda *a, real=real, name=name: threads.append(
+            (name, threading.current_thread().name)) or real(*a))
+    assert main(["summary", path, "--format", "json", "--no-cache"]) == 0
+    assert capsys.readouterr().out == alone
+    assert sorted(name for name, thread in threads if thread.startswith("kerneltui-summary")) == [
+        "memory_table", "summarize"]
