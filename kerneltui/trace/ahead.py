@@ -82,11 +82,15 @@ class ScanAhead:
     def _adopt_oldest(self) -> dict[str, np.ndarray]:
         future, array_json, buffer = self.pending.popleft()
         scanned = future.result()
-        if scanned is None and buffer is not None:  # the Python path reads whole arrays only
-            array_json = b"[" + bytes(array_json) + b"]"
-        columns = self.decoder.decode(array_json, self.separator, scanned=scanned if scanned is not None else False)
-        if buffer is not None:
-            self.buffers.give(buffer)
+        if buffer is None:
+            return self.decoder.decode(array_json, self.separator, scanned=scanned if scanned is not None else False)
+        # a bare chunk in a buffer that is about to be reused: what is kept from it must be copies
+        # (ChunkDecoder.adopt decodes its aside events from bytes), and the Python path, for what the
+        # scanner handed back or adopt refused, reads whole arrays only
+        columns = self.decoder.adopt(scanned, array_json) if scanned is not None else None
+        if columns is None:
+            columns = self.decoder.decode(b"[" + bytes(array_json) + b"]", self.separator, scanned=False)
+        self.buffers.give(buffer)
         return columns
 
 

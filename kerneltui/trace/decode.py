@@ -164,7 +164,9 @@ class ChunkDecoder:
         columns, names, hashes, lanes, aside, blob, flows, bad_ts, bad_dur, memory = scanned
         view = memoryview(array_json)
         try:  # before anything is kept: a refusal here leaves the decoder as it was
-            others = [_ONE_EVENT.decode(view[start:end]) for start, end in aside]
+            # each from a copy: msgspec's Raw fields (shapes, collectives) are views of the text they were
+            # decoded from, and B/E halves wait for the end of the load while the loader reuses its buffers
+            others = [_ONE_EVENT.decode(bytes(view[start:end])) for start, end in aside]
         except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
             return None
         cols = {name: np.frombuffer(column, dtype) for (name, dtype), column in zip(scanner.COLUMNS, columns)}

@@ -8,6 +8,7 @@ import io
 import json
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -229,3 +230,22 @@ def test_the_summary_and_memory_table_are_computed_on_a_second_thread_to_the_sam
     assert capsys.readouterr().out == alone
     assert sorted(name for name, thread in threads if thread.startswith("kerneltui-summary")) == [
         "memory_table", "summarize"]
+
+
+def test_an_error_is_said_without_waiting_for_the_summary_computed_meanwhile(tmp_path):
+    """The second thread's work does not hold the process: --launches on a CPU capture fails at once,
+    while a summary that would take 20 s is still running."""
+    events = ",\n  ".join(f'{{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": {10 * i}.0, '
+                          f'"dur": 5.0, "args": {{}}}}' for i in range(20))
+    trace = tmp_path / "cpu.json"
+    trace.write_text('{"traceEvents": [\n  ' + events + "\n]}")
+    code = ("import sys, time, kerneltui.trace.summary as s\n"
+            "s.summarize = lambda trace: time.sleep(20)\n"
+            "from kerneltui.cli import main\n"
+            "sys.exit(main(sys.argv[1:]))\n")
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-c", code, "summary", str(trace), "--launches", "--no-cache"],
+                          capture_output=True, text=True, timeout=60, cwd=ROOT, check=False)
+    assert time.monotonic() - started < 10
+    assert done.returncode == 2
+    assert "a CPU capture has no GPU launches for --launches" in done.stderr

@@ -193,7 +193,11 @@ def test_a_load_in_place_reads_as_the_python_decoder_wherever_blocks_and_pieces_
     in_place = []
     real = scanner._scan.scan
     monkeypatch.setattr(scanner._scan, "scan", lambda text, classify, bare=False: in_place.append(bare) or real(text, classify, bare))
-    text = trace_text([META, OP, LAUNCH, KERNEL, *EVERY_KIND] * 3)
+    # a B/E op with shapes: its halves wait for the end of the load while the buffers are reused
+    begin = BEGIN.replace(b'"cat": "user_annotation"', b'"cat": "cpu_op"').replace(
+        b'"ts": 7.0}', b'"ts": 7.0, "args": {"Input Dims": [[777, 888]], "Input type": ["float"]}}')
+    end = END.replace(b'"cat": "user_annotation"', b'"cat": "cpu_op"')
+    text = trace_text([META, OP, LAUNCH, begin, KERNEL, *EVERY_KIND, end] * 3)
     for block, piece in ((64, 16), (97, 7), (700, 64), (2000, 2000)):
         monkeypatch.setattr(blocks, "BLOCK", block)
         monkeypatch.setattr(blocks, "PIECE", piece)
@@ -203,6 +207,8 @@ def test_a_load_in_place_reads_as_the_python_decoder_wherever_blocks_and_pieces_
                 path.write_bytes(data)
                 assert fuzzing.decoders_differ(str(path)) is None, (block, piece, shift, name)
     assert in_place.count(True) > 50  # chunks were scanned where they lie, not handed back or bracketed
+    raw, _ = read_trace(tmp_path / "t.json")
+    assert raw.shapes_blob.count(b'{"dims":[[777, 888]],"types":["float"]}') == 3  # the B/E ops' own shapes
 
 
 def test_a_load_in_place_reuses_its_buffers(monkeypatch):
@@ -322,3 +328,24 @@ def test_a_chunk_decoded_in_parts_lays_out_shapes_and_collectives_as_the_scanner
     text = trace_text([op, comm] * 6000)
     assert len(text) > 2 * decode.SUB_CHUNK
     assert load_both(text) == (None, 1, 0)
+
+
+def test_a_chunk_adopt_refuses_is_decoded_whole_by_the_python_path(tmp_path, monkeypatch):
+    """adopt() may refuse a scanned chunk (its aside events do not decode typed): the Python path then
+    gets the chunk in brackets, never its bare elements."""
+    monkeypatch.delenv("KERNELTUI_WORKERS", raising=False)
+    monkeypatch.setattr(blocks, "BLOCK", 700)
+    refused = []
+    real = decode.ChunkDecoder.adopt
+
+    def refusing(self, scanned, text):
+        if isinstance(text, memoryview) and len(refused) < 5:
+            refused.append(len(text))
+            return None
+        return real(self, scanned, text)
+
+    monkeypatch.setattr(decode.ChunkDecoder, "adopt", refusing)
+    path = tmp_path / "t.json"
+    path.write_bytes(trace_text([META, OP, LAUNCH, KERNEL, *EVERY_KIND] * 4))
+    assert fuzzing.decoders_differ(str(path)) is None
+    assert len(refused) == 5
