@@ -9,29 +9,15 @@ decoded by the Python path at its turn, in this thread.
 
 from __future__ import annotations
 
-import os
-import threading
 from collections import deque
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 
 import numpy as np
 
 from kerneltui.trace.decode import ChunkDecoder
 from kerneltui.trace.pool import configured_workers
 from kerneltui.trace.scanner import scan_chunk
-
-_executor: ThreadPoolExecutor | None = None
-_lock = threading.Lock()
-
-
-def _forget_executor() -> None:
-    """In a forked child: the executor's threads were not copied, so a submit would wait forever."""
-    global _executor, _lock
-    _executor = None
-    _lock = threading.Lock()
-
-
-os.register_at_fork(after_in_child=_forget_executor)
+from kerneltui.trace.threads import per_core, shared_pool
 
 
 def wanted() -> bool:
@@ -42,22 +28,14 @@ def wanted() -> bool:
 
 def scan_threads() -> int:
     """One per core, up to 4: past that the reading and cutting thread is the bottleneck."""
-    return max(1, min(4, os.cpu_count() or 1))
-
-
-def _shared_executor() -> ThreadPoolExecutor:
-    global _executor
-    with _lock:
-        if _executor is None:
-            _executor = ThreadPoolExecutor(max_workers=scan_threads(), thread_name_prefix="kerneltui-scan")
-        return _executor
+    return per_core()
 
 
 class ScanAhead:
     def __init__(self, decoder: ChunkDecoder, separator: bytes | None):
         self.decoder = decoder
         self.separator = separator
-        self.executor = _shared_executor()
+        self.executor = shared_pool("kerneltui-scan")
         self.pending: deque[tuple[Future, object, bytearray | None]] = deque()
         self.limit = scan_threads() + 1  # chunks held at once (~16 MB each, and their columns)
         self.buffers = Buffers()

@@ -215,14 +215,10 @@ class _EventReader:
                 return False, bytes(buffer[end[1] :]) + b"".join(blocks)
             cut = buffer.rfind(separator)
             if cut <= 1:
-                if len(buffer) > EVENT_LIMIT:  # no event boundary in this much text: one absurd event
-                    raise TraceError(f"{self.stream.path} holds an event of over {EVENT_LIMIT >> 20} MB: "
-                                     "not a trace kerneltui can read")
+                self._check_event_size(len(buffer))
                 pending = bytes(buffer[1:])
                 continue
-            comma = cut - 1
-            while comma > 0 and buffer[comma] in _WS:
-                comma -= 1
+            comma = _before_blank(buffer, cut)  # >= 0: the "[" at 0 is not blank
             if buffer[comma] == ord(",") and pending_at is not None and self.pool is not None:
                 # the chunk "[" + buffer[1:comma] + "]", read from the file by the worker
                 self.pool.submit_range(str(self.stream.path), self.identity, pending_at, comma - 1, separator)
@@ -267,16 +263,12 @@ class _EventReader:
                 return False, bytes(text[end[1] :]) + b"".join(blocks)
             cut = buffer.rfind(separator, 0, size)
             if cut <= 0:
-                if size > EVENT_LIMIT:  # no event boundary in this much text: one absurd event
-                    raise TraceError(f"{self.stream.path} holds an event of over {EVENT_LIMIT >> 20} MB: "
-                                     "not a trace kerneltui can read")
+                self._check_event_size(size)
                 pending = bytes(text)
                 buffers.give(buffer)
                 continue
             pending = bytes(text[cut:])
-            comma = cut - 1
-            while comma >= 0 and buffer[comma] in _WS:
-                comma -= 1
+            comma = _before_blank(buffer, cut)
             if comma >= 0 and buffer[comma] == ord(","):
                 self.chunks.extend(self.ahead.submit(text[:comma], buffer))
             else:
@@ -284,6 +276,12 @@ class _EventReader:
                 buffers.give(buffer)
         self._drain()
         return self._cut_off(pending)
+
+    def _check_event_size(self, size: int) -> None:
+        """Text this long with no event boundary in it is one absurd event: refused, not held."""
+        if size > EVENT_LIMIT:
+            raise TraceError(f"{self.stream.path} holds an event of over {EVENT_LIMIT >> 20} MB: "
+                             "not a trace kerneltui can read")
 
     def _cut_off(self, pending: bytes) -> tuple[bool, bytes]:
         """The file ends inside the array, cut off mid-write: keep every complete event of the text
@@ -375,6 +373,15 @@ class _EventReader:
         self.chunks.clear()
         heap.give_back(events)
         return RawTrace(columns, self.decoder, top, truncated, end_damaged, memory)
+
+
+def _before_blank(buffer, at: int) -> int:
+    """Index of the last byte before ``at`` that is not JSON whitespace, -1 if none: where a chunk cut
+    at an event's start ends (its comma, when the events before it are whole)."""
+    at -= 1
+    while at >= 0 and buffer[at] in _WS:
+        at -= 1
+    return at
 
 
 def _array_end_finder(max_indent: int) -> Callable[[bytes | bytearray, int], tuple[int, int] | None]:

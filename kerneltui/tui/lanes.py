@@ -37,9 +37,7 @@ CPU event: ``-id - 2`` is its row in ``trace.events`` (``op_id(row)`` / ``op_row
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -49,6 +47,7 @@ from kerneltui.analysis.traffic import copy_kind
 from kerneltui.terminal_text import printable
 from kerneltui.trace.model import Trace
 from kerneltui.trace.schema import Kind
+from kerneltui.trace.threads import shared_pool
 
 
 def op_id(row):
@@ -483,26 +482,7 @@ def filter_lanes(lanes: Sequence[Lane], keep_ids: np.ndarray | None) -> list[Lan
         return list(lanes)
     if sum(len(lane) for lane in lanes) < PARALLEL_FROM or len(lanes) < 2:
         return [lane.subset(keep_ids) for lane in lanes]
-    return list(_subset_pool().map(lambda lane: lane.subset(keep_ids), lanes))
-
-
-_pool: ThreadPoolExecutor | None = None
-
-
-def _subset_pool() -> ThreadPoolExecutor:
-    global _pool
-    if _pool is None:
-        _pool = ThreadPoolExecutor(max_workers=max(1, min(4, os.cpu_count() or 1)), thread_name_prefix="kerneltui-lanes")
-    return _pool
-
-
-def _forget_pool() -> None:
-    """In a forked child the pool's threads were not copied: it makes its own."""
-    global _pool
-    _pool = None
-
-
-os.register_at_fork(after_in_child=_forget_pool)
+    return list(shared_pool("kerneltui-lanes").map(lambda lane: lane.subset(keep_ids), lanes))
 
 
 def nice_step(span: float, cells: int, min_cells_per_tick: int) -> int:

@@ -310,7 +310,6 @@ def _fit(text: str, width: int, align: str, middle: bool = False) -> str:
     return text.rjust(width) if align == "right" else text.ljust(width)
 
 
-
 def lowered(values) -> np.ndarray:
     """Case-folded sort keys as Python strings (object array): ``np.char.lower(values.astype(str))``
     is a fixed-width array as wide as the longest name on every row (gigabytes for a hostile name)."""

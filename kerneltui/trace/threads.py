@@ -1,0 +1,34 @@
+"""Thread pools kept for the process: made on first use, made again in a forked child (a fork copies
+a pool but not its threads, so a submit there would wait forever)."""
+
+from __future__ import annotations
+
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+_pools: dict[str, ThreadPoolExecutor] = {}
+_lock = threading.Lock()
+
+
+def per_core() -> int:
+    """One thread per core, up to 4."""
+    return max(1, min(4, os.cpu_count() or 1))
+
+
+def shared_pool(name: str) -> ThreadPoolExecutor:
+    """The process's pool called ``name`` (its threads are named so), ``per_core()`` threads."""
+    with _lock:
+        pool = _pools.get(name)
+        if pool is None:
+            pool = _pools[name] = ThreadPoolExecutor(max_workers=per_core(), thread_name_prefix=name)
+        return pool
+
+
+def _forget_pools() -> None:
+    global _lock
+    _pools.clear()
+    _lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_pools)
