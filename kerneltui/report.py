@@ -28,6 +28,7 @@ from kerneltui.terminal_text import json_safe, printable, printable_lines
 from kerneltui.trace.model import Trace
 from kerneltui.trace.schema import KIND_LABEL, Kind
 from kerneltui.trace.summary import TraceSummary
+from kerneltui.trace.text_columns import text_values
 from kerneltui.units import distinct_cuts, ellipsize, fmt_ns, fmt_share, plural
 
 LAUNCH_COLUMNS = ["ts_ns", "dur_ns", "device", "stream", "kind", "short", "full_name", "op", "launch", "iteration", "step"]
@@ -43,10 +44,10 @@ def launches_frame(trace: Trace, gpu: pd.DataFrame) -> pd.DataFrame:
             "device": gpu["device"].to_numpy(),
             "stream": gpu["stream"].to_numpy(),
             "kind": [KIND_LABEL[Kind(k)] for k in gpu["kind"].to_numpy()],
-            "short": gpu["short"].astype(str).to_numpy(),
-            "full_name": gpu["full_name"].astype(str).to_numpy(),
-            "op": gpu["op"].astype(str).to_numpy(),
-            "launch": gpu["launch"].astype(str).to_numpy(),
+            "short": text_values(gpu["short"]),
+            "full_name": text_values(gpu["full_name"]),
+            "op": text_values(gpu["op"]),
+            "launch": text_values(gpu["launch"]),
             "iteration": gpu["iteration"].to_numpy(),
             "step": gpu["step"].to_numpy(),
         }

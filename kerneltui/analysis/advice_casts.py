@@ -18,6 +18,7 @@ from kerneltui.analysis.overview import Overview, comm_kernels
 from kerneltui.analysis.traffic import ITEMSIZE
 from kerneltui.trace.model import Trace, parse_shapes
 from kerneltui.trace.schema import Kind
+from kerneltui.trace.text_columns import text_in, text_values
 from kerneltui.units import fmt_ns, fmt_share
 
 CAST_OPS = frozenset({"aten::copy_", "aten::_to_copy", "aten::to"})
@@ -51,7 +52,7 @@ def unfused_casts(trace: Trace, o: Overview) -> Finding | None:
     dur = g["dur"].to_numpy().astype(np.float64)
     total = float(dur[counted].sum())
     op_rows = g["op_row"].to_numpy()
-    is_cast_op = np.isin(g["op"].astype(str).to_numpy(), list(CAST_OPS))
+    is_cast_op = text_in(g["op"], CAST_OPS)
     candidates = np.flatnonzero(counted & is_cast_op & (op_rows >= 0))
     if not total or not len(candidates):
         return None
@@ -76,8 +77,8 @@ def unfused_casts(trace: Trace, o: Overview) -> Finding | None:
     d = pd.Series(dur[casts])
     per_kind = d.groupby(direction).agg(["size", "sum"]).sort_values("sum", ascending=False)
     kinds = [f"{k} x{int(r['size'])}, {fmt_ns(float(r['sum']))}" for k, r in per_kind.iterrows()]
-    by_time = d.groupby(g["short"].astype(str).to_numpy()[casts]).sum().sort_values(ascending=False).index
-    ops = "/".join(sorted(set(g["op"].astype(str).to_numpy()[casts])))
+    by_time = d.groupby(text_values(g["short"])[casts]).sum().sort_values(ascending=False).index
+    ops = "/".join(sorted(set(text_values(g["op"])[casts])))
     low = "bf16" if any("bf16" in d for d in direction) else "fp16"
     return Finding(
         "unfused_casts", "eager dtype casts (autocast) run as kernels of their own",

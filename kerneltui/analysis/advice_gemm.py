@@ -21,6 +21,7 @@ from kerneltui.analysis.traffic.compute_rules import CONV_ARGS, GEMM_OPS
 from kerneltui.trace.devices import device_spec
 from kerneltui.trace.model import Trace
 from kerneltui.trace.schema import Kind
+from kerneltui.trace.text_columns import text_in, text_values
 from kerneltui.units import fmt_ns, fmt_share
 
 GEMM_BASES = ("gemm", "conv", "template")  # analysis/traffic bases of GEMMs and convolutions (attention left out)
@@ -82,15 +83,15 @@ def gemm_below_peak(trace: Trace, traffic: Traffic | None = None) -> Finding | N
     total = float(dur[counted].sum())
     t = (traffic or compute_traffic(trace, ops=_flops_known)).table
     flops = t["flops"].to_numpy(np.float64)
-    dtype = t["dtype"].astype(str).to_numpy()
+    dtype = text_values(t["dtype"])
     peaks = {tag: spec.peak_tflops(tag) or np.nan for tag in pd.unique(dtype)}
     peak = np.array([peaks[d] for d in dtype], np.float64)
-    judged = (counted & t["basis"].astype(str).isin(GEMM_BASES).to_numpy() & np.isfinite(flops) & (flops > 0)
+    judged = (counted & text_in(t["basis"], GEMM_BASES) & np.isfinite(flops) & (flops > 0)
               & (dur > 0) & np.isfinite(peak))
     if not total or not judged.any():
         return None
     rows = np.flatnonzero(judged)
-    frame = pd.DataFrame({"short": g["short"].astype(str).to_numpy()[rows], "dtype": dtype[rows], "dur": dur[rows],
+    frame = pd.DataFrame({"short": text_values(g["short"])[rows], "dtype": dtype[rows], "dur": dur[rows],
                           "flops": flops[rows], "peak": peak[rows], "row": rows})
     per = frame.groupby(["short", "dtype"], sort=False).agg(dur=("dur", "sum"), flops=("flops", "sum"),
                                                             peak=("peak", "first"), launches=("row", "size"))

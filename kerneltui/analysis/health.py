@@ -59,6 +59,7 @@ from kerneltui.analysis.compare.compile_facts import compile_spans
 from kerneltui.analysis.compare.timing import cpu_spans, overhead_overlap
 from kerneltui.trace.model import Trace
 from kerneltui.trace.schema import GPU_WORK, Kind
+from kerneltui.trace.text_columns import text_values
 from kerneltui.units import fmt_ns, plural
 
 PDL_NS = 2_000  # a dependent kernel may start this long before the kernel it waits on ends
@@ -355,7 +356,7 @@ def _pdl(g, overlapped: np.ndarray, amount: np.ndarray) -> np.ndarray:
     """Launched by a call that can ask for programmatic dependent launch, started at most PDL_NS (or PDL_SHARE of
     it) before the kernel it overlaps ended, and ended after it: a dependent kernel waits for its primary's end."""
     has = overlapped >= 0
-    launch = g["launch"].astype(str).to_numpy() if has.any() else np.empty(len(g), object)
+    launch = text_values(g["launch"]) if has.any() else np.empty(len(g), object)
     by_pdl = np.zeros(len(g), bool)
     if has.any():
         rows = np.flatnonzero(has)

@@ -31,8 +31,10 @@ class Nesting:
         self.depth = (position - np.searchsorted(self.sorted_ends, self.starts, side="right")).astype(small)
         # positions of each depth, ascending: one sort, not a pass per depth (20,000 nested ops)
         by_depth = np.argsort(self.depth, kind="stable").astype(small)
-        depths, first = np.unique(self.depth[by_depth], return_index=True)
-        self._by_depth = dict(zip(depths.tolist(), np.split(by_depth, first[1:])))
+        ordered = self.depth[by_depth]
+        first = np.flatnonzero(ordered[1:] != ordered[:-1]) + 1  # already sorted: no np.unique's second sort
+        depths = ordered[np.concatenate(([0], first))] if len(ordered) else ordered
+        self._by_depth = dict(zip(depths.tolist(), np.split(by_depth, first)))
 
     def open_count(self, t: np.ndarray) -> np.ndarray:
         """How many intervals contain each t (start <= t <= end)."""
@@ -70,20 +72,27 @@ def depth_by_group(groups: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> 
     n = len(starts)
     if n == 0:
         return np.empty(0, np.int64)
-    order = np.lexsort((-ends, starts, groups))
+    # one int64 key of (group, time) per start and per end: the groups laid end to end on one time axis
+    t0 = min(int(starts.min()), int(ends.min()))
+    span = max(int(starts.max()), int(ends.max())) - t0 + 1
+    g0 = int(groups.min())
+    if (int(groups.max()) - g0 + 1) * span < 2**62:
+        base = (groups.astype(np.int64) - g0) * span - t0
+        start_keys, end_keys, group_first = base + starts, base + ends, base + t0
+    else:  # times or groups too far apart (a hostile trace): times ranked first, as dense codes (3x slower)
+        values, inverse = np.unique(np.concatenate([starts, ends]), return_inverse=True)
+        inverse = inverse.reshape(-1)
+        width = np.int64(len(values) + 1)
+        _, group_code = np.unique(groups, return_inverse=True)
+        base = group_code.reshape(-1).astype(np.int64) * width
+        start_keys, end_keys, group_first = base + inverse[:n], base + inverse[n:], base
+    order = np.lexsort((-ends, start_keys))
     g = groups[order]
     first = np.ones(n, bool)
     first[1:] = g[1:] != g[:-1]
     position = np.arange(n) - np.maximum.accumulate(np.where(first, np.arange(n), 0))
-    # "ends at or before it starts" within the group: one sorted key of (group, time rank)
-    values, inverse = np.unique(np.concatenate([starts, ends]), return_inverse=True)
-    inverse = inverse.reshape(-1)
-    width = np.int64(len(values) + 1)
-    _, group_code = np.unique(groups, return_inverse=True)
-    group_code = group_code.reshape(-1).astype(np.int64)
-    end_keys = np.sort(group_code * width + inverse[n:])
-    ended = np.searchsorted(end_keys, group_code * width + inverse[:n], side="right")
-    ended -= np.searchsorted(end_keys, group_code * width, side="left")
+    end_keys = np.sort(end_keys)
+    ended = np.searchsorted(end_keys, start_keys, side="right") - np.searchsorted(end_keys, group_first, side="left")
     depth = np.empty(n, np.int64)
     depth[order] = position
     return depth - ended

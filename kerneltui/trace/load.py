@@ -37,12 +37,14 @@ from kerneltui.trace.meta import TOP_KEYS_READ, trace_meta
 from kerneltui.trace.pool import ChunkPool
 from kerneltui.trace.repair import Losses
 from kerneltui.trace.schema import EVENT_COLUMNS, MemoryColumns, TraceMeta
+from kerneltui.trace.threads import shared_pool
 from kerneltui.trace.worker import FileChanged
 
 _WS = b" \t\r\n"
 _HEADER_LIMIT = 64 << 20  # look this far for "traceEvents" before decoding the file whole
 WHOLE_LIMIT = 256 << 20  # a file decoded whole takes ~8x its size in memory: past this, say so instead
 EVENT_LIMIT = 64 << 20  # one event (or the space between two) this large is a bomb, not a profiler's record
+JOINED_AT_ONCE = 4  # columns joined between two hand-backs of freed memory (trace/heap.py)
 
 
 class RawTrace:
@@ -361,17 +363,24 @@ class _EventReader:
             self.chunks.append(self.decoder.columns(paired))
         memory = MemoryColumns(joined_memory(self.chunks))
         events = sum(len(c["ts"]) for c in self.chunks)
+        chunks = self.chunks
+
+        def join(name: str) -> np.ndarray:
+            parts = [c.pop(name) for c in chunks]
+            return np.concatenate(parts) if parts else np.empty(0, dtype=EVENT_COLUMNS[name])
+
+        # a column's chunks are let go as it is joined, and their memory handed back every few
+        # columns (trace/heap.py): the peak holds the columns about once, not twice. A large trace's
+        # columns are joined on the scan threads, two or more at once: the copy (and the kernel's
+        # zeroing of the fresh pages it writes) lets go of the GIL, and is most of the join's time
+        pool = shared_pool("kerneltui-scan") if events >= heap.LARGE else None
+        names = list(EVENT_COLUMNS)
         columns = {}
-        for i, (name, dtype) in enumerate(EVENT_COLUMNS.items(), 1):
-            # a column's chunks are let go as it is joined, and their memory handed back every few
-            # columns (trace/heap.py): the peak holds the columns about once, not twice
-            parts = [c.pop(name) for c in self.chunks]
-            columns[name] = np.concatenate(parts) if parts else np.empty(0, dtype=dtype)
-            del parts
-            if i % 4 == 0:
-                heap.give_back(events)
+        for at in range(0, len(names), JOINED_AT_ONCE):
+            batch = names[at : at + JOINED_AT_ONCE]
+            columns.update(zip(batch, pool.map(join, batch) if pool else map(join, batch)))
+            heap.give_back(events)
         self.chunks.clear()
-        heap.give_back(events)
         return RawTrace(columns, self.decoder, top, truncated, end_damaged, memory)
 
 

@@ -25,6 +25,7 @@ import numpy as np
 from kerneltui.analysis.traffic.compute_rules import template_dims
 from kerneltui.trace.model import Trace, parse_shapes
 from kerneltui.trace.schema import Kind
+from kerneltui.trace.text_columns import text_values
 
 # Innermost ops whose kernels are library calls, by prefix (aten ops keep these names when compiled).
 LIBRARY_OPS = {
@@ -77,9 +78,9 @@ def _event_roles(trace: Trace) -> EventRoles:
     g = trace.gpu
     n = len(g)
     shapes_of_op = _ShapeReader(trace)
-    ops = g["op"].astype(str).to_numpy()
-    names = g["full_name"].astype(str).to_numpy()
-    keys = g["key"].astype(str).to_numpy()
+    ops = text_values(g["op"])
+    names = text_values(g["full_name"])
+    keys = text_values(g["key"])
     kinds = g["kind"].to_numpy()
     op_rows = g["op_row"].to_numpy()
     classes: dict[tuple, str] = {}  # one decision per distinct (op, kernel, kind)

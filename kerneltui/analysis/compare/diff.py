@@ -22,7 +22,11 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import pandas as pd
 
-from kerneltui.analysis.compare.capture_notes import capture_notes, cpu_capture_note, recompiles_profiled
+from kerneltui.analysis.compare.capture_notes import (
+    capture_notes,
+    cpu_capture_note,
+    recompiles_profiled,
+)
 from kerneltui.analysis.compare.compile_facts import CompileFacts, compile_facts
 from kerneltui.analysis.compare.cpu_fusion import CpuFusion, cpu_fusions
 from kerneltui.analysis.compare.matches import WORKING_COLUMNS, matched_kernels
@@ -45,6 +49,7 @@ from kerneltui.analysis.traffic import Traffic, compute_traffic
 from kerneltui.trace.model import Trace
 from kerneltui.trace.schema import Kind
 from kerneltui.trace.summary import summarize
+from kerneltui.trace.text_columns import text_in
 from kerneltui.units import plural
 
 
@@ -251,7 +256,7 @@ def _side(label: str, trace: Trace, traffic: Traffic, t: Timing, reference: tupl
     largest_tensor, reference_text = reference
     per_call = total_bytes / n
     # GB/s of the memory-bound work: not what is judged by FLOP/s, not copies over the host link
-    rate = tt[known & tt["flops"].isna().to_numpy() & ~tt["basis"].astype(str).isin(["copy-h2d", "copy-d2h"]).to_numpy()]
+    rate = tt[known & tt["flops"].isna().to_numpy() & ~text_in(tt["basis"], ["copy-h2d", "copy-d2h"])]
     rate_ns = float(rate["dur"].to_numpy(np.float64).sum())  # float: an int64 sum may wrap
     gbs = float(rate["bytes"].sum()) / rate_ns if len(rate) and rate_ns > 0 else math.nan
     capture = trace.meta.capture or {}

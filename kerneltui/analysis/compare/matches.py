@@ -22,8 +22,9 @@ import pandas as pd
 from kerneltui.analysis.compare.align import Row, Side, align
 from kerneltui.analysis.compare.anchors import event_roles
 from kerneltui.analysis.compare.phases import compiled_rows
-from kerneltui.analysis.traffic import FLOP_BASES
 from kerneltui.analysis.provenance.split import SideProvenance
+from kerneltui.analysis.traffic import FLOP_BASES
+from kerneltui.trace.text_columns import text_in, text_values
 
 MATCH_COLUMNS = ["kind", "phase", "name", "a_name", "b_name", "a_keys", "b_keys", "a_count", "b_count", "a_ns",
                  "b_ns", "delta_ns", "a_bytes", "b_bytes", "a_flops", "b_flops", "a_dtype", "b_dtype", "a_max_gbs", "b_max_gbs", "confidence", "reason", "region", "a_rows", "b_rows",
@@ -40,18 +41,17 @@ class SideColumns:
 
     def __init__(self, trace, traffic):
         g = trace.gpu
-        self.keys = g["key"].astype(str).to_numpy()
-        self.short = g["short"].astype(str).to_numpy()
-        self.op = g["op"].astype(str).to_numpy()
+        self.keys = text_values(g["key"])
+        self.short = text_values(g["short"])
+        self.op = text_values(g["op"])
         self.dur = g["dur"].to_numpy(np.float64)
         t = traffic.table
         self.bytes = t["bytes"].to_numpy(np.float64)
         self.flops = t["flops"].to_numpy(np.float64)
-        self.dtype = t["dtype"].astype(str).to_numpy()
-        basis = t["basis"].astype(str)
+        self.dtype = text_values(t["dtype"])
         # host<->device copies are judged against the host link, not HBM
-        self.host_copy = basis.isin(["copy-h2d", "copy-d2h"]).to_numpy()
-        self.by_flops = basis.isin(list(FLOP_BASES)).to_numpy()  # judged by FLOP/s, whether or not known
+        self.host_copy = text_in(t["basis"], ["copy-h2d", "copy-d2h"])
+        self.by_flops = text_in(t["basis"], FLOP_BASES)  # judged by FLOP/s, whether or not known
 
 
 def match_table(rows: list[Row], a: SideColumns, b: SideColumns, pairs: int) -> pd.DataFrame:
@@ -173,7 +173,7 @@ def matched_kernels(a, b, traffic_a, traffic_b, phase_a: np.ndarray | None = Non
         order = np.lexsort((g["ts"].to_numpy(), g["launch_ts"].to_numpy()))
         phase = np.full(len(g), "step", dtype=object) if phase is None else np.asarray(phase, dtype=object)
         provenance = SideProvenance.of(trace, records) if with_records else None
-        keys = g["key"].astype(str).to_numpy()
+        keys = text_values(g["key"])
         sides.append(Side(event_roles(trace), keys, g["iteration"].to_numpy(), phase, order, provenance,
                           ran_compiled_code(trace, keys)))
     rows = align(sides[0], sides[1], pairs)

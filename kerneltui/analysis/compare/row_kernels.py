@@ -17,6 +17,7 @@ import pandas as pd
 from kerneltui.analysis.provenance.records import KernelProvenance
 from kerneltui.analysis.traffic import Traffic
 from kerneltui.trace.model import Trace
+from kerneltui.trace.text_columns import text_values
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,7 @@ class SideEvents:
         for i, record in enumerate(records):
             if record is not None and not where[i]:
                 where[i] = f"provenance: {record.summary()}"
-        return cls(g["key"].astype(str).to_numpy(), g["short"].astype(str).to_numpy(), g["op"].astype(str).to_numpy(),
+        return cls(text_values(g["key"]), text_values(g["short"]), text_values(g["op"]),
                    where, g["dur"].to_numpy(np.float64), traffic.table["bytes"].to_numpy(np.float64),
                    traffic.table["flops"].to_numpy(np.float64))
 

@@ -16,6 +16,7 @@ from kerneltui.analysis.traffic.records import ITEMSIZE, short_op
 from kerneltui.trace.devices import DeviceSpec, device_spec
 from kerneltui.trace.model import parse_shapes
 from kerneltui.trace.schema import Kind
+from kerneltui.trace.text_columns import text_values
 
 if TYPE_CHECKING:
     from kerneltui.trace.model import Trace
@@ -246,7 +247,7 @@ def compute_traffic(trace: Trace, device_name: str | None = None,
     labels = np.full(len(g), "", dtype=object)
     memcpy = np.flatnonzero(kind == Kind.MEMCPY)
     if len(memcpy):
-        full = g["full_name"].astype(str).to_numpy()[memcpy]
+        full = text_values(g["full_name"])[memcpy]
         parsed = {name: copy_kind(name) for name in pd.unique(full)}
         labels[memcpy] = [parsed[n][0] for n in full]
         basis[memcpy] = [parsed[n][1] for n in full]
@@ -266,7 +267,7 @@ def compute_traffic(trace: Trace, device_name: str | None = None,
 def _rates(out: pd.DataFrame, spec: DeviceSpec | None) -> None:
     dur = out["dur"].to_numpy().astype(np.float64)
     safe = np.where(dur > 0, dur, np.nan)
-    basis = out["basis"].astype(str).to_numpy()
+    basis = text_values(out["basis"])
     by_flops = np.isin(basis, list(FLOP_BASES))
     off_hbm = np.isin(basis, list(OFF_HBM_BASES))
     host = np.isin(basis, ["copy-h2d", "copy-d2h"])

@@ -15,6 +15,7 @@ import numpy as np
 from kerneltui.analysis.compare.diff import TraceDiff, diff_traces
 from kerneltui.analysis.health import Health, trace_health
 from kerneltui.trace.model import Trace
+from kerneltui.trace.text_columns import text_values
 from kerneltui.tui.lanes import Lane, lanes_from_trace
 
 
@@ -106,7 +107,7 @@ def _side(label: str, trace: Trace, call: int) -> SideView:
         calls=calls or ((origin, origin + 1),),
         call_labels=tuple(trace.iterations.labels) or ("whole trace",),
         whole_trace=whole,
-        keys=trace.gpu["key"].astype(str).to_numpy(),
+        keys=text_values(trace.gpu["key"]),
         starts=trace.gpu["ts"].to_numpy(),
         ends=trace.gpu["end"].to_numpy(),
         iteration=trace.gpu["iteration"].to_numpy(),
@@ -129,8 +130,8 @@ def haystacks(matches, a: Trace, b: Trace) -> tuple[str, ...]:
     """Per matched row: its name, each side's kernel names (short and full) and launching ops, one string."""
     out = []
     sides = ((a.gpu, "a_rows"), (b.gpu, "b_rows"))
-    columns = {id(g): (g["short"].astype(str).to_numpy(), g["full_name"].astype(str).to_numpy(),
-                       g["op"].astype(str).to_numpy()) for g, _ in sides}
+    columns = {id(g): (text_values(g["short"]), text_values(g["full_name"]),
+                       text_values(g["op"])) for g, _ in sides}
     for _, row in matches.iterrows():
         parts = {str(row["name"])}
         for g, field in sides:

@@ -27,6 +27,7 @@ import pandas as pd
 from textual.reactive import reactive
 
 from kerneltui.terminal_text import printable
+from kerneltui.trace.text_columns import text_values
 from kerneltui.tui.widgets.table import Column, VirtualTable, lowered
 from kerneltui.units import distinct_cuts, fmt_ns, fmt_share
 
@@ -115,14 +116,14 @@ class KernelTable(VirtualTable):
         """The rows in display order with exact values: names whole, times in ns, share as a fraction."""
         frame = self._stats.iloc[self._order]
         label = {c.key: c.label for c in self._columns}
-        out = pd.DataFrame({label["name"]: frame["short"].astype(str).to_numpy()})
+        out = pd.DataFrame({label["name"]: text_values(frame["short"])})
         if "full_name" in frame and not frame["full_name"].equals(frame["short"]):
-            out["full name"] = frame["full_name"].astype(str).to_numpy()
+            out["full name"] = text_values(frame["full_name"])
         for column in ("count", "total_ns", "mean_ns", "min_ns", "max_ns", "share"):
             if column in frame:
                 out[column] = frame[column].to_numpy()
         if "op" in frame:
-            out[label.get("op", "op")] = frame["op"].astype(str).to_numpy()
+            out[label.get("op", "op")] = text_values(frame["op"])
         return out
 
     def sort_by(self, column: str) -> None:

@@ -23,6 +23,7 @@ from textual.reactive import reactive
 
 from kerneltui.terminal_text import printable
 from kerneltui.trace.schema import KIND_LABEL, Kind
+from kerneltui.trace.text_columns import text_values
 from kerneltui.tui.model import Browse, EventList, Kernels
 from kerneltui.tui.widgets.table import Column, VirtualTable, lowered
 from kerneltui.units import distinct_cuts, fmt_ns
@@ -119,7 +120,7 @@ class LaunchList(VirtualTable):
         gpu = launch >= 0
         safe = np.where(gpu, launch, 0)
         g = self.kernels.trace.gpu
-        names = np.where(gpu, g["short"].astype(str).to_numpy()[safe],
+        names = np.where(gpu, text_values(g["short"])[safe],
                          self.kernels.trace.names_of(ev["name"].to_numpy()[rows]))
         return pd.DataFrame({
             "start_ns": self._ev_ts[rows] - self.kernels.origin,
@@ -128,7 +129,7 @@ class LaunchList(VirtualTable):
             "stream": np.where(gpu, self._stream[safe], -1),
             "step": np.where(gpu, self._step[safe], -1),
             "name": names,
-            "full_name": np.where(gpu, g["full_name"].astype(str).to_numpy()[safe], names),
+            "full_name": np.where(gpu, text_values(g["full_name"])[safe], names),
             "op": np.where(gpu, np.array(self._op_names, dtype=object)[self._op[safe]] if self._op_names else "", ""),
         })
 

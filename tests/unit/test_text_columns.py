@@ -1,0 +1,42 @@
+"""text_values / text_in: the same values as ``astype(str)``, built per distinct name."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from kerneltui.trace import load_trace
+from kerneltui.trace.text_columns import text_in, text_values
+
+COLUMNS = {
+    "categorical": pd.Series(pd.Categorical.from_codes([2, 0, 1, 0], categories=["add", "", "mm"])),
+    "with a missing value": pd.Series(pd.Categorical(["add", None, "mm", "add"])),
+    "object str": pd.Series(np.array(["f32", "", "bf16"], dtype=object)),
+    "object mixed": pd.Series(np.array(["f32", None, 3.5], dtype=object)),
+    "numbers": pd.Series([1, 2, 3]),
+    "empty categorical": pd.Series(pd.Categorical([], categories=["a"])),
+}
+
+
+@pytest.mark.parametrize("name", list(COLUMNS))
+def test_text_values_are_astype_str(name):
+    column = COLUMNS[name]
+    got = text_values(column)
+    assert got.dtype == object
+    expected = column.astype(str).to_numpy()
+    assert [v if isinstance(v, str) else "missing" for v in got] == [
+        v if isinstance(v, str) else "missing" for v in expected]
+    assert all(isinstance(v, str) or pd.isna(v) for v in got)
+
+
+@pytest.mark.parametrize("name", list(COLUMNS))
+def test_text_in_tests_the_same_text(name):
+    column = COLUMNS[name]
+    wanted = {"add", "f32", "nan", "2"}
+    assert text_in(column, wanted).tolist() == [v in wanted for v in column.astype(str)]
+
+
+def test_gpu_table_names_as_strings(shipped_trace="tests/data/traces/mlp_bf16_eager.json.gz"):
+    g = load_trace(shipped_trace, cache=False).gpu
+    for column in ("short", "full_name", "op", "launch", "key"):
+        assert text_values(g[column]).tolist() == g[column].astype(str).tolist()
+    assert text_in(g["op"], {"aten::addmm"}).sum() == (g["op"].astype(str) == "aten::addmm").sum() > 0
