@@ -150,7 +150,7 @@ def _per_name(names: pd.Series, f) -> tuple[list, np.ndarray]:
 
 def is_compiled(trace: Trace) -> bool:
     """Inductor ran: a compiled-graph annotation or a Triton kernel name."""
-    names = trace.names_of(np.unique(trace.events["name"].to_numpy()))
+    names = trace.names_of(trace.name_codes)
     return any(str(n).startswith(COMPILED_MARKS) for n in names)
 
 
@@ -172,7 +172,7 @@ def _syncs(trace: Trace) -> Finding | None:
     if not (trace.gpu["kind"].to_numpy() == Kind.KERNEL).any():
         return None  # a CPU capture: .item() waits on nothing
     ev = trace.events
-    codes = np.unique(ev["name"].to_numpy())
+    codes = trace.name_codes
     names = trace.names_of(codes)
     # a membership test per name: names.astype(str) would be a fixed-width array as wide as the longest
     # name (a 2M-character name in a hostile trace made it 3 GB)

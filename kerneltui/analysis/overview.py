@@ -137,11 +137,9 @@ def category_intervals(trace: Trace) -> dict[str, tuple[np.ndarray, np.ndarray]]
     ev_kind = ev["kind"].to_numpy()
     cpu = np.flatnonzero(np.isin(ev_kind, (Kind.CPU_OP, Kind.ANNOTATION)))
     # one test per distinct name, not per op (a big trace has millions of ops, a few thousand names)
-    codes, local = np.unique(ev["name"].to_numpy()[cpu], return_inverse=True)
-    distinct = [str(n) for n in trace.names_of(codes)]
-    local = local.reshape(-1)
-    is_step = np.array([bool(STEP_NAME.match(n)) for n in distinct], bool)[local]
-    loader = np.array([n.startswith(DATALOADER_PREFIX) for n in distinct], bool)[local]
+    names = ev["name"].to_numpy()[cpu]
+    is_step = trace.by_name(names, lambda n: bool(STEP_NAME.match(n)), bool)
+    loader = trace.by_name(names, lambda n: n.startswith(DATALOADER_PREFIX), bool)
     cpu_ts = ev["ts"].to_numpy()[cpu]
     cpu_end = cpu_ts + ev["dur"].to_numpy()[cpu]
     out["dataloader"] = (cpu_ts[loader], cpu_end[loader])

@@ -76,13 +76,7 @@ def _profiler_steps(trace: Trace) -> Iterations | None:
     ev = trace.events
     # torch 1.8-era Kineto wrote ProfilerStep#N as an op ("Operator"), later ones as an annotation
     rows = np.flatnonzero(np.isin(ev["kind"].to_numpy(), (Kind.ANNOTATION, Kind.CPU_OP)))
-    names = ev["name"].to_numpy()[rows].astype(np.int64) + 1  # 0: no name (-1)
-    # a regex per distinct name, not per op (a big trace has a million ops and a few hundred names); the
-    # names present by a count over the codes, not np.unique's sort of every op
-    present = np.flatnonzero(np.bincount(names, minlength=len(trace.names) + 1))
-    by_code = np.full(len(trace.names) + 1, -1, np.int64)
-    by_code[present] = [_step_number(n) for n in trace.names_of(present - 1)]
-    numbers = by_code[names]
+    numbers = trace.by_name(ev["name"].to_numpy()[rows], _step_number, np.int64)  # a regex per distinct name
     keep = numbers >= 0
     if not keep.any():
         return None

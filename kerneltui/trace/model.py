@@ -50,6 +50,20 @@ class Trace:
     def names_of(self, codes: np.ndarray) -> np.ndarray:
         return self._names_array[codes]
 
+    @cached_property
+    def name_codes(self) -> np.ndarray:
+        """The name codes the events use, ascending (-1: an event without a name): ``np.unique`` of the
+        name column, by a count over the codes rather than a sort of millions of events."""
+        return present_codes(self.events["name"].to_numpy(), len(self.names))
+
+    def by_name(self, codes: np.ndarray, f: Callable[[str], object], dtype) -> np.ndarray:
+        """``f(name)`` for each of ``codes``' names (-1: ""), as an array like ``codes``; ``f`` runs once a
+        distinct name (a big trace has millions of ops and a few thousand names)."""
+        present = present_codes(codes, len(self.names))
+        table = np.zeros(len(self.names) + 1, dtype)  # the last entry: code -1
+        table[present] = [f(str(n)) for n in self.names_of(present)]
+        return table[codes]
+
     # -- derived tables ----------------------------------------------------
     @cached_property
     def gpu(self) -> pd.DataFrame:
@@ -238,3 +252,11 @@ def start_workers_for(paths: list[str], cache: bool | None = None) -> bool:
         except OSError:
             continue  # the load itself words the error
     return pool.start_workers(sizes)
+
+
+def present_codes(codes: np.ndarray, n_names: int) -> np.ndarray:
+    """The distinct values of name codes (0..n_names-1, or -1), ascending."""
+    if not len(codes):
+        return np.empty(0, np.int64)
+    counts = np.bincount(codes.astype(np.int64) + 1, minlength=n_names + 1)
+    return np.flatnonzero(counts) - 1

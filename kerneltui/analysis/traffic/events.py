@@ -217,8 +217,7 @@ def compute_traffic(trace: Trace, device_name: str | None = None,
     is_kernel = (kind == Kind.KERNEL) & (op_row >= 0) & ~graph
     if ops is not None and is_kernel.any():
         codes = trace.events["name"].to_numpy()[op_row[is_kernel]]
-        accepted = [c for c in np.unique(codes).tolist() if ops(short_op(trace.name(int(c))))]
-        is_kernel[is_kernel] = np.isin(codes, accepted)
+        is_kernel[is_kernel] = trace.by_name(codes, lambda name: ops(short_op(name)), bool)
 
     out = pd.DataFrame(index=g.index)
     out["dur"] = g["dur"].to_numpy()
