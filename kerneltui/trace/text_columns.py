@@ -17,7 +17,7 @@ import pandas as pd
 def text_values(column: pd.Series) -> np.ndarray:
     """``column.astype(str).to_numpy()``: an object array of str, the same values, built per distinct value."""
     values = column.array
-    if isinstance(values, pd.Categorical):
+    if _text_categories(values):
         categories = _category_text(values)
         codes = values.codes
         if len(codes) and codes.min() < 0:  # a missing value stays missing (NaN), as astype(str) leaves it
@@ -33,11 +33,17 @@ def text_values(column: pd.Series) -> np.ndarray:
 def text_in(column: pd.Series, wanted: Collection[str]) -> np.ndarray:
     """Which rows' text (as ``text_values``) is one of ``wanted``: tested once per distinct value."""
     values = column.array
-    if isinstance(values, pd.Categorical):
-        hit = np.isin(_category_text(values), list(wanted))
-        codes = values.codes
-        return hit[codes] & (codes >= 0)
+    if _text_categories(values):
+        hit = np.append(np.isin(_category_text(values), list(wanted)), False)  # code -1, missing: never
+        return hit[values.codes]
     return np.isin(text_values(column), list(wanted))
+
+
+def _text_categories(values) -> bool:
+    """A categorical of strings: its categories are what astype(str) gives (integer categories with a
+    missing value would come back as floats, "1.0": those go the long way)."""
+    return isinstance(values, pd.Categorical) and pd.api.types.infer_dtype(values.categories, skipna=False) in (
+        "string", "empty")
 
 
 def _category_text(values: pd.Categorical) -> np.ndarray:

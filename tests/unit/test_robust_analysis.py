@@ -253,14 +253,15 @@ def test_thirty_thousand_threads_summarise_in_one_pass(tmp_path):
     assert trace.gpu["op"].astype(str).tolist() == ["aten::add"]  # thread 7's op (no External id)
 
 
-@pytest.mark.parametrize("far", [0, 2**61], ids=["one time axis", "times ranked first"])
-def test_depth_by_group_is_nesting_per_group(far):
+@pytest.mark.parametrize(("group_step", "far"), [(1, 0), (1 + 2**21, 2**61), (1, 2**61)],
+                         ids=["one time axis", "times ranked first", "four groups times 2^61: past int64"])
+def test_depth_by_group_is_nesting_per_group(group_step, far):
     """Both ways of keying (group, time): groups laid end to end on one axis, and, where that would pass
     int64 (times 2^61 apart, as a hostile trace may write), times ranked to dense codes first."""
     rng = np.random.default_rng(0)
     for _ in range(200):
         n = int(rng.integers(0, 50))
-        groups = rng.integers(0, 4, n) * (1 + far // 2**40)
+        groups = rng.integers(0, 4, n) * group_step
         starts = rng.integers(-20, 20, n) + rng.integers(0, 2, n) * far
         ends = starts + rng.integers(0, 6, n)
         depth = depth_by_group(groups, starts, ends)
