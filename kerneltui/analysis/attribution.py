@@ -230,8 +230,8 @@ def _forward_of_nodes(trace: Trace, nodes: np.ndarray) -> np.ndarray:
         return out
     ev = trace.events
     rows = _rows_with_sequence(trace)
-    names = trace.names_of(ev["name"].to_numpy()[rows])
-    forward = rows[np.array([not AUTOGRAD_NODE.search(str(n)) for n in names], bool)]
+    # a regex per distinct name, not per op (a 1 GB trace: 365k ops, 0.3 s)
+    forward = rows[trace.by_name(ev["name"].to_numpy()[rows], lambda n: not AUTOGRAD_NODE.search(n), bool)]
     if not len(forward):
         return out
     seq = ev["sequence"].to_numpy()

@@ -83,8 +83,8 @@ def _callers(trace: Trace, op_rows: np.ndarray, names: np.ndarray) -> np.ndarray
     out = op_rows.copy()
     codes = name_code[op_rows]
     # which ops a caller may speak for, judged once per distinct name (not per op: 300k ops at 1 GB)
-    spoken_for = [c for c in np.unique(codes).tolist() if CALLERS.get(short_op(trace.name(int(c))))]
-    for i in np.flatnonzero(np.isin(codes, spoken_for)).tolist():
+    spoken_for = trace.by_name(codes, lambda n: bool(CALLERS.get(short_op(n))), bool)
+    for i in np.flatnonzero(spoken_for).tolist():
         row, name = op_rows[i], names[i]
         allowed = CALLERS.get(short_op(str(name)))
         stack = trace.op_stack(int(lane[row]))
@@ -104,10 +104,12 @@ def _callers(trace: Trace, op_rows: np.ndarray, names: np.ndarray) -> np.ndarray
 def _parse_ops(trace: Trace, op_rows: np.ndarray) -> pd.DataFrame:
     """OpTraffic per op row, each distinct (name, shapes text) parsed once."""
     ev = trace.events
-    names = trace.names_of(ev["name"].to_numpy()[op_rows])
+    codes = ev["name"].to_numpy()[op_rows]
+    names = trace.names_of(codes)
     inductor = ev["kernel_hash"].to_numpy()[op_rows] >= 0
-    # (not np.char on names.astype(str): a fixed-width copy of every name at the longest one's width)
-    inductor |= np.fromiter((str(n).startswith("triton_") for n in names), bool, len(names))
+    # once a distinct name (not np.char on names.astype(str): a fixed-width copy of every name at the longest
+    # one's width)
+    inductor |= trace.by_name(codes, lambda n: n.startswith("triton_"), bool)
     judged = _callers(trace, op_rows, names)  # gather inside embedding: the embedding's record
     names = np.where(judged != op_rows, trace.names_of(ev["name"].to_numpy()[judged]), names)
     at = ev["shapes_at"].to_numpy()[judged]
@@ -143,10 +145,11 @@ def _fused_optimizers(trace: Trace, ops: pd.DataFrame) -> pd.DataFrame:
     ``AccumulateGrad`` ops record each gradient's shape and dtype. Known only for a step that runs
     one fused optimizer call (more would be param groups of unknown sizes)."""
     ev = trace.events
-    names = trace.names_of(ev["name"].to_numpy()[ops.index.to_numpy()])
-    fused = np.array([short_op(str(n)) in FUSED_OPTIMIZERS for n in names], bool)
+    codes = ev["name"].to_numpy()[ops.index.to_numpy()]
+    fused = trace.by_name(codes, lambda n: short_op(n) in FUSED_OPTIMIZERS, bool)  # once a distinct name
     if not fused.any():
         return ops
+    names = trace.names_of(codes)
     its = trace.iterations
     rows = ops.index.to_numpy()[fused]
     step = its.assign(ev["ts"].to_numpy()[rows])
@@ -178,6 +181,15 @@ def _fused_optimizers(trace: Trace, ops: pd.DataFrame) -> pd.DataFrame:
     return ops
 
 
+def _gradient_bytes(shapes: dict) -> tuple[int, str] | None:
+    """(bytes, dtype tag) of the gradient an AccumulateGrad record names, None where it names none."""
+    dims, types = shapes.get("dims") or [], shapes.get("types") or []
+    if not dims or not types or types[0] not in ITEMSIZE or not isinstance(dims[0], list):
+        return None
+    size, tag = ITEMSIZE[types[0]]
+    return int(np.prod(dims[0], dtype=np.int64)) * size, tag
+
+
 def _parameter_bytes(trace: Trace) -> dict[int, tuple[int, str]]:
     """Per step: bytes of the gradients its AccumulateGrad ops received, and their dtype tag."""
     ev = trace.events
@@ -187,14 +199,20 @@ def _parameter_bytes(trace: Trace) -> dict[int, tuple[int, str]]:
     rows = np.flatnonzero(np.isin(ev["name"].to_numpy(), codes) & (ev["kind"].to_numpy() == Kind.CPU_OP))
     step = trace.iterations.assign(ev["ts"].to_numpy()[rows])
     out: dict[int, list] = {}
+    # per record: shapes() gives each distinct one as one dict, which the trace keeps (so its id stays its
+    # own), and every step repeats the same records
+    sized: dict[int, tuple[int, str] | None] = {}
     for row, k in zip(rows.tolist(), step.tolist()):
-        shapes = trace.shapes(row) or {}
-        dims, types = shapes.get("dims") or [], shapes.get("types") or []
-        if k < 0 or not dims or not types or types[0] not in ITEMSIZE or not isinstance(dims[0], list):
+        shapes = trace.shapes(row)
+        if k < 0 or shapes is None:
             continue
-        size, tag = ITEMSIZE[types[0]]
+        if id(shapes) not in sized:
+            sized[id(shapes)] = _gradient_bytes(shapes)
+        if sized[id(shapes)] is None:
+            continue
+        nbytes, tag = sized[id(shapes)]
         entry = out.setdefault(k, [0, tag])
-        entry[0] += int(np.prod(dims[0], dtype=np.int64)) * size
+        entry[0] += nbytes
         if entry[1] != tag:
             entry[1] = ""  # mixed dtypes: the bytes stand, no one dtype
     return {k: (v[0], v[1]) for k, v in out.items()}
