@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from kerneltui.trace.intervals import Nesting
+from kerneltui.trace.intervals import Nesting, index_dtype
 from kerneltui.trace.schema import Kind
 
 if TYPE_CHECKING:
@@ -148,7 +148,9 @@ def _name_frames(trace: Trace) -> _NamedFrames:
         module[up] = joined[which]
         ancestor[up] = ancestor[upper]
     module_text = np.array([_module_text(trace, path) for path in paths], object)
-    return _NamedFrames(rows, source, module, module_text)
+    # kept while the trace is (a 5 GB trace has millions of frames): int32 where the values fit
+    small = index_dtype(max(len(trace.names), len(paths), int(rows[-1]) + 1 if n else 0))
+    return _NamedFrames(rows.astype(small), source.astype(small), module.astype(small), module_text)
 
 
 def _parents(ids: np.ndarray, parent_ids: np.ndarray) -> np.ndarray:
