@@ -226,3 +226,27 @@ def test_a_file_cut_off_before_its_first_event_is_an_error(tmp_path):
     with pytest.raises(TraceError) as info:
         load_trace(path)
     assert str(info.value) == f"{path} is cut off before its first complete event: nothing to load"
+
+
+def test_columns_joined_on_threads_are_the_columns_joined_in_turn(monkeypatch):
+    """A trace of a million events or more has its columns joined on the scan threads, several at once:
+    forced on a real trace cut into many chunks, every column equals the one-at-a-time join's."""
+    from kerneltui.trace import blocks, load, threads
+
+    monkeypatch.setattr(blocks, "BLOCK", 256 << 10)  # many chunks to join
+    in_turn = load_trace(shared_trace(GPT), cache=False)
+    calls = []
+    real_pool = threads.shared_pool
+
+    def counted(name):
+        calls.append(name)
+        return real_pool(name)
+
+    monkeypatch.setattr(load, "PARALLEL_JOIN_FROM", 0)
+    monkeypatch.setattr(load, "shared_pool", counted)
+    on_threads = load_trace(shared_trace(GPT), cache=False)
+    assert calls == ["kerneltui-scan"]  # the join went to the pool
+    assert list(in_turn.events.columns) == list(on_threads.events.columns)
+    for column in in_turn.events.columns:
+        left, right = in_turn.events[column].to_numpy(), on_threads.events[column].to_numpy()
+        assert left.dtype == right.dtype and np.array_equal(left, right, equal_nan=left.dtype.kind == "f"), column
