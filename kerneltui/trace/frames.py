@@ -69,7 +69,13 @@ def _groups(keys: np.ndarray, values: np.ndarray) -> dict[int, np.ndarray]:
 def sources(trace: Trace, frame_rows: np.ndarray) -> pd.DataFrame:
     """For each innermost frame row (-1: none): the user's source line and the nn.Module path."""
     frame_rows = np.asarray(frame_rows, np.int64)
-    named = _named_frames(trace)
+    with _NAMED_LOCK:
+        named = _NAMED.get(trace)
+    if named is None:
+        wanted = np.unique(frame_rows[frame_rows >= 0])
+        frames = int((trace.events["kind"].to_numpy() == Kind.PYTHON).sum())
+        # a few frames (the allocations the memory tables name): those and their stacks alone, not kept
+        named = _name_frames(trace, wanted) if len(wanted) * FEW_FRAMES < frames else _named_frames(trace)
     at = np.minimum(np.searchsorted(named.rows, frame_rows), max(len(named.rows) - 1, 0))
     found = frame_rows >= 0
     if len(named.rows):
@@ -91,6 +97,7 @@ class _NamedFrames:
         self.module_text = module_text
 
 
+FEW_FRAMES = 16  # asked for fewer than 1/16 of the frames: name only theirs
 _NAMED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _NAMED_LOCK = threading.Lock()
 
@@ -104,18 +111,23 @@ def _named_frames(trace: Trace) -> _NamedFrames:
         return named
 
 
-def _name_frames(trace: Trace) -> _NamedFrames:
+def _name_frames(trace: Trace, wanted: np.ndarray | None = None) -> _NamedFrames:
     """Each frame's stack, up to MAX_DEPTH frames from it outwards through ``Python parent id``: its source
     is the innermost user frame among them, its module the nn.Module frames among them, outermost first.
 
     All frames at once, by pointer doubling: after round k each frame knows what the first 2**k frames
     of its stack hold, and its 2**k-th ancestor, and two such halves make the next round's. (A frame at
-    a time, climbing parents in Python, took 3.7 s for the 200k frames of a 1 GB trace.)"""
+    a time, climbing parents in Python, took 3.7 s for the 200k frames of a 1 GB trace.)
+
+    ``wanted`` (python_function rows): only those frames and their stacks are named, and only theirs are
+    right in what is returned (a frame higher up sees its stack cut where theirs ends)."""
     ev = trace.events
     rows = np.flatnonzero(ev["kind"].to_numpy() == Kind.PYTHON)
+    ancestor = _parents(ev["python_id"].to_numpy()[rows], ev["python_parent"].to_numpy()[rows])
+    if wanted is not None:
+        rows, ancestor = _stacks_of(rows, ancestor, wanted)
     n = len(rows)
     codes = ev["name"].to_numpy()[rows].astype(np.int64)
-    ancestor = _parents(ev["python_id"].to_numpy()[rows], ev["python_parent"].to_numpy()[rows])
     user = trace.by_name(codes, is_user_frame, bool)
     source = np.where(user, codes, -1)  # the name code of the innermost user frame so far
     # module paths as tuples of name codes, outermost first, interned: 0 is the empty path
@@ -151,6 +163,27 @@ def _name_frames(trace: Trace) -> _NamedFrames:
     # kept while the trace is (a 5 GB trace has millions of frames): int32 where the values fit
     small = index_dtype(max(len(trace.names), len(paths), int(rows[-1]) + 1 if n else 0))
     return _NamedFrames(rows.astype(small), source.astype(small), module.astype(small), module_text)
+
+
+def _stacks_of(rows: np.ndarray, ancestor: np.ndarray, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The frames of ``wanted``'s stacks (MAX_DEPTH frames each) as (rows, parent positions among them)."""
+    if not len(rows):
+        return rows, ancestor
+    at = np.searchsorted(rows, wanted)
+    frontier = np.unique(at[(at < len(rows)) & (rows[np.minimum(at, len(rows) - 1)] == wanted)])
+    keep = np.zeros(len(rows), bool)
+    for _ in range(MAX_DEPTH):  # level by level, all stacks at once: a frame is reached first at its lowest level
+        keep[frontier] = True
+        up = ancestor[frontier]
+        frontier = np.unique(up[up >= 0])
+        frontier = frontier[~keep[frontier]]
+        if not len(frontier):
+            break
+    subset = np.flatnonzero(keep)
+    position = np.full(len(rows), -1, np.int64)
+    position[subset] = np.arange(len(subset))
+    parent = ancestor[subset]
+    return rows[subset], np.where(parent >= 0, position[np.maximum(parent, 0)], -1)
 
 
 def _parents(ids: np.ndarray, parent_ids: np.ndarray) -> np.ndarray:

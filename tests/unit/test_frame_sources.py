@@ -84,3 +84,18 @@ def test_cycles_and_self_parents_end(tmp_path):
     got = sources(trace, python)
     assert list(zip(got["source"], got["module"])) == climbed(trace, python)
     assert got["module"].iloc[3] == "C_0" and got["source"].iloc[2] == "a.py(3): f"
+
+
+@pytest.mark.parametrize("path", WITH_STACK[:3], ids=lambda p: p.rsplit("/", 1)[-1])
+def test_a_few_frames_are_named_alone_and_the_same(path):
+    """Asked for a few frames (as the memory table asks), only their stacks are named, nothing is kept for
+    the trace, and the answer is the climb's."""
+    from kerneltui.trace import frames
+
+    trace = load_trace(path, cache=False)
+    python = np.flatnonzero(trace.events["kind"].to_numpy() == Kind.PYTHON)
+    few = np.concatenate([python[:: max(1, 3 * frames.FEW_FRAMES)], [-1]])
+    got = sources(trace, few)
+    assert trace not in frames._NAMED  # the few-frames path ran: nothing kept
+    assert list(zip(got["source"], got["module"])) == climbed(trace, few)
+    assert (got["source"] != "").any()
