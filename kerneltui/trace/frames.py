@@ -10,14 +10,14 @@ is the chain of ``nn.Module: Name_0`` frames around the launch.
 from __future__ import annotations
 
 import re
-import threading
-import weakref
 from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from kerneltui.trace.intervals import Nesting, index_dtype
+from kerneltui.trace.link import lookup
+from kerneltui.trace.per_trace import PerTrace
 from kerneltui.trace.schema import Kind
 
 if TYPE_CHECKING:
@@ -69,22 +69,27 @@ def _groups(keys: np.ndarray, values: np.ndarray) -> dict[int, np.ndarray]:
 def sources(trace: Trace, frame_rows: np.ndarray) -> pd.DataFrame:
     """For each innermost frame row (-1: none): the user's source line and the nn.Module path."""
     frame_rows = np.asarray(frame_rows, np.int64)
-    with _NAMED_LOCK:
-        named = _NAMED.get(trace)
+    named = _named_frames.built(trace)
     if named is None:
         wanted = np.unique(frame_rows[frame_rows >= 0])
         frames = int((trace.events["kind"].to_numpy() == Kind.PYTHON).sum())
         # a few frames (the allocations the memory tables name): those and their stacks alone, not kept
         named = _name_frames(trace, wanted) if len(wanted) * FEW_FRAMES < frames else _named_frames(trace)
-    at = np.minimum(np.searchsorted(named.rows, frame_rows), max(len(named.rows) - 1, 0))
-    found = frame_rows >= 0
-    if len(named.rows):
-        found &= named.rows[at] == frame_rows
-    else:
-        found[:] = False
-    source = np.where(found, named.source[at] if len(named.rows) else -1, -1)
-    module = np.where(found, named.module[at] if len(named.rows) else 0, 0)
+    at = _positions(named.rows, frame_rows)
+    found = at >= 0
+    source = np.full(len(frame_rows), -1, np.int64)
+    source[found] = named.source[at[found]]
+    module = np.zeros(len(frame_rows), np.int64)
+    module[found] = named.module[at[found]]
     return pd.DataFrame({"source": trace.names_of(source), "module": named.module_text[module]})
+
+
+def _positions(rows: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """Position of each wanted row in ``rows`` (ascending, distinct), -1 where it is not there."""
+    if not len(rows):
+        return np.full(len(wanted), -1, np.int64)
+    at = np.minimum(np.searchsorted(rows, wanted), len(rows) - 1)
+    return np.where(rows[at] == wanted, at, -1)
 
 
 class _NamedFrames:
@@ -98,17 +103,6 @@ class _NamedFrames:
 
 
 FEW_FRAMES = 16  # asked for fewer than 1/16 of the frames: name only theirs
-_NAMED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-_NAMED_LOCK = threading.Lock()
-
-
-def _named_frames(trace: Trace) -> _NamedFrames:
-    """Once a trace: the kernels', the attribution's and the allocations' sources all read it."""
-    with _NAMED_LOCK:
-        named = _NAMED.get(trace)
-        if named is None:
-            named = _NAMED[trace] = _name_frames(trace)
-        return named
 
 
 def _name_frames(trace: Trace, wanted: np.ndarray | None = None) -> _NamedFrames:
@@ -123,7 +117,8 @@ def _name_frames(trace: Trace, wanted: np.ndarray | None = None) -> _NamedFrames
     right in what is returned (a frame higher up sees its stack cut where theirs ends)."""
     ev = trace.events
     rows = np.flatnonzero(ev["kind"].to_numpy() == Kind.PYTHON)
-    ancestor = _parents(ev["python_id"].to_numpy()[rows], ev["python_parent"].to_numpy()[rows])
+    # each frame's parent, as a position: the first frame (by id, then row) with its parent id
+    ancestor = lookup(ev["python_id"].to_numpy()[rows], np.arange(len(rows)), ev["python_parent"].to_numpy()[rows])
     if wanted is not None:
         rows, ancestor = _stacks_of(rows, ancestor, wanted)
     n = len(rows)
@@ -135,10 +130,11 @@ def _name_frames(trace: Trace, wanted: np.ndarray | None = None) -> _NamedFrames
     index: dict[tuple[int, ...], int] = {(): 0}
     module = np.zeros(n, np.int64)
     is_module = trace.by_name(codes, lambda name: name.startswith(MODULE_FRAME), bool)
-    for code in np.unique(codes[is_module]).tolist():
+    segments, segment_of = np.unique(codes[is_module], return_inverse=True)
+    for code in segments.tolist():
         index[(code,)] = len(paths)
         paths.append((code,))
-    module[is_module] = [index[(c,)] for c in codes[is_module].tolist()]
+    module[is_module] = 1 + segment_of.reshape(-1)  # path 1 + i is segments[i] alone
     for _ in range(MAX_DEPTH.bit_length() - 1):  # 2**8 frames = MAX_DEPTH
         up = np.flatnonzero(ancestor >= 0)
         if not len(up):
@@ -165,12 +161,14 @@ def _name_frames(trace: Trace, wanted: np.ndarray | None = None) -> _NamedFrames
     return _NamedFrames(rows.astype(small), source.astype(small), module.astype(small), module_text)
 
 
+# once a trace: the kernels', the attribution's and the allocations' sources all read it
+_named_frames: PerTrace[_NamedFrames] = PerTrace(_name_frames)
+
+
 def _stacks_of(rows: np.ndarray, ancestor: np.ndarray, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The frames of ``wanted``'s stacks (MAX_DEPTH frames each) as (rows, parent positions among them)."""
-    if not len(rows):
-        return rows, ancestor
-    at = np.searchsorted(rows, wanted)
-    frontier = np.unique(at[(at < len(rows)) & (rows[np.minimum(at, len(rows) - 1)] == wanted)])
+    at = _positions(rows, wanted)
+    frontier = np.unique(at[at >= 0])
     keep = np.zeros(len(rows), bool)
     for _ in range(MAX_DEPTH):  # level by level, all stacks at once: a frame is reached first at its lowest level
         keep[frontier] = True
@@ -184,16 +182,6 @@ def _stacks_of(rows: np.ndarray, ancestor: np.ndarray, wanted: np.ndarray) -> tu
     position[subset] = np.arange(len(subset))
     parent = ancestor[subset]
     return rows[subset], np.where(parent >= 0, position[np.maximum(parent, 0)], -1)
-
-
-def _parents(ids: np.ndarray, parent_ids: np.ndarray) -> np.ndarray:
-    """Per frame, the position of its parent: the first frame (by id, then row) with the parent id, -1 none."""
-    if not len(ids):
-        return np.empty(0, np.int64)
-    order = np.argsort(ids, kind="stable")
-    by_id = ids[order]
-    at = np.minimum(np.searchsorted(by_id, parent_ids), len(ids) - 1)
-    return np.where((parent_ids >= 0) & (by_id[at] == parent_ids), order[at], -1).astype(np.int64)
 
 
 def _module_text(trace: Trace, path: tuple[int, ...]) -> str:

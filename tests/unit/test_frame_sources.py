@@ -96,6 +96,6 @@ def test_a_few_frames_are_named_alone_and_the_same(path):
     python = np.flatnonzero(trace.events["kind"].to_numpy() == Kind.PYTHON)
     few = np.concatenate([python[:: max(1, 3 * frames.FEW_FRAMES)], [-1]])
     got = sources(trace, few)
-    assert trace not in frames._NAMED  # the few-frames path ran: nothing kept
+    assert frames._named_frames.built(trace) is None  # the few-frames path ran: nothing kept
     assert list(zip(got["source"], got["module"])) == climbed(trace, few)
     assert (got["source"] != "").any()

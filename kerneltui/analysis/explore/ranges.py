@@ -11,8 +11,6 @@ event of zero duration overlaps when it starts in [start, end).
 
 from __future__ import annotations
 
-import threading
-import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -20,6 +18,7 @@ import pandas as pd
 
 from kerneltui.analysis.explore.context import frozen
 from kerneltui.trace.model import Trace
+from kerneltui.trace.per_trace import PerTrace
 from kerneltui.trace.schema import Kind
 
 TOP = 5
@@ -84,17 +83,12 @@ def _build(trace: Trace) -> RangeIndex:
     )
 
 
-_INDEXES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-_LOCK = threading.Lock()
+_INDEXES: PerTrace[RangeIndex] = PerTrace(_build)
 
 
 def range_index(trace: Trace) -> RangeIndex:
     """The trace's RangeIndex, built once (call it in the loading worker to have it ready)."""
-    with _LOCK:
-        index = _INDEXES.get(trace)
-        if index is None:
-            index = _INDEXES[trace] = _build(trace)
-        return index
+    return _INDEXES(trace)
 
 
 def range_totals(trace: Trace, start: int, end: int, mask: np.ndarray | None = None,
