@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import threading
-from concurrent.futures import Future
 
 HELP = "Print the GPU work of a trace: busy time, launches per step, kernels by total time."
 NOT_HEALTHY = 4  # `--health`: the trace is damaged in a way that changes figures
@@ -294,6 +292,7 @@ def run_trace(args: argparse.Namespace) -> int:
     from kerneltui.analysis.memory import memory_table
     from kerneltui.trace.filters import matching_rows
     from kerneltui.trace.summary import kernel_stats, summarize
+    from kerneltui.trace.threads import in_background
 
     trace = _load(args)
     # the summary and (for JSON) the memory table on a second thread while this one does the rest:
@@ -302,7 +301,7 @@ def run_trace(args: argparse.Namespace) -> int:
     # and both threads would build them at once
     trace.gpu, trace.window  # noqa: B018 - computed and cached now
     wanted = {"json": (summarize, memory_table), "csv": ()}.get(args.format, (summarize,))
-    futures = _in_background(wanted, trace)
+    futures = in_background(wanted, trace, name="kerneltui-summary")
     s = futures[0] if wanted else None
     memory = futures[1] if len(wanted) > 1 else None
     work = cpu_rows(trace, args)
@@ -326,24 +325,6 @@ def run_trace(args: argparse.Namespace) -> int:
         text = report.as_table(trace, s.result(), kernels, launches, args.full_names, work)
     _write(trace, text)
     return 2 if trace.meta.incomplete else 0
-
-
-def _in_background(calls, *args) -> list[Future]:
-    """Each ``call(*args)`` in turn on one daemon thread, as futures: an error on this thread (or ctrl+c)
-    ends the process without waiting for them, as a ThreadPoolExecutor's threads would make it wait."""
-    futures = [Future() for _ in calls]
-
-    def run() -> None:
-        for call, future in zip(calls, futures):
-            if future.set_running_or_notify_cancel():
-                try:
-                    future.set_result(call(*args))
-                except BaseException as exc:  # noqa: BLE001 - raised where the result is asked for
-                    future.set_exception(exc)
-
-    if calls:
-        threading.Thread(target=run, name="kerneltui-summary", daemon=True).start()
-    return futures
 
 
 def cpu_rows(trace, args: argparse.Namespace):

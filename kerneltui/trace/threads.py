@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import os
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 
 _pools: dict[str, ThreadPoolExecutor] = {}
 _lock = threading.Lock()
@@ -23,6 +24,24 @@ def shared_pool(name: str) -> ThreadPoolExecutor:
         if pool is None:
             pool = _pools[name] = ThreadPoolExecutor(max_workers=per_core(), thread_name_prefix=name)
         return pool
+
+
+def in_background(calls: Sequence[Callable], *args, name: str = "kerneltui-background") -> list[Future]:
+    """Each ``call(*args)`` in turn on one daemon thread, as futures: an error on the caller's thread (or
+    ctrl+c) ends the process without waiting for them, as a ThreadPoolExecutor's threads would make it wait."""
+    futures = [Future() for _ in calls]
+
+    def run() -> None:
+        for call, future in zip(calls, futures):
+            if future.set_running_or_notify_cancel():
+                try:
+                    future.set_result(call(*args))
+                except BaseException as exc:  # noqa: BLE001 - raised where the result is asked for
+                    future.set_exception(exc)
+
+    if calls:
+        threading.Thread(target=run, name=name, daemon=True).start()
+    return futures
 
 
 def _forget_pools() -> None:

@@ -177,3 +177,45 @@ def test_kernel_table_rows_are_kernel_stats(mlp):
     expected = kernel_stats(kernels.trace)
     assert kernels.stats[["key", "count", "total_ns"]].equals(expected[["key", "count", "total_ns"]])
     assert int(kernels.launch_kind[1]) == Kind.MEMSET
+
+
+def test_the_analyses_run_on_a_second_thread_to_what_each_computes_alone(monkeypatch):
+    """build_browse runs summary, memory, overview, traffic, advice and health on a second thread while it
+    builds the rest: each result equals the one computed alone, on one thread, on a fresh load."""
+    import threading
+
+    from kerneltui.analysis.advice import advice
+    from kerneltui.analysis.health import trace_health
+    from kerneltui.analysis.memory import memory_dict, memory_table
+    from kerneltui.analysis.overview import overview
+    from kerneltui.analysis.traffic import compute_traffic
+    from kerneltui.trace.summary import summarize
+    from kerneltui.tui import model
+
+    path = shared_trace("gpt_train_eager")
+    alone = load_trace(path, cache=False)
+    steps = overview(alone)
+    traffic = compute_traffic(alone)
+    threads = []
+    real = model.memory_table
+    monkeypatch.setattr(model, "memory_table", lambda t: threads.append(threading.current_thread().name) or real(t))
+    browse = build_browse(build_kernels(load_trace(path, cache=False)))
+    assert threads == ["kerneltui-browse"]
+    assert browse.summary.to_dict() == summarize(alone).to_dict()
+    assert memory_dict(browse.memory) == memory_dict(memory_table(alone))
+    assert len(browse.memory.devices) == 1  # the trace has [memory] events: the table is not empty
+    assert browse.overview.to_dict() == steps.to_dict()
+    assert browse.traffic.equals(traffic.table)
+    assert [f.to_dict() for f in browse.findings] == [f.to_dict() for f in advice(alone, steps, traffic)]
+    assert browse.health.to_dict() == trace_health(alone).to_dict()
+
+
+def test_an_error_in_the_analyses_thread_is_raised_by_build_browse(monkeypatch):
+    from kerneltui.tui import model
+
+    def broken(trace):
+        raise RuntimeError("overview failed")
+
+    monkeypatch.setattr(model, "overview", broken)
+    with pytest.raises(RuntimeError, match="overview failed"):
+        build_browse(build_kernels(load_trace(shared_trace("mlp_bf16_eager"), cache=False)))
