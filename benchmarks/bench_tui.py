@@ -1,6 +1,6 @@
 """Keystroke-to-repaint time of `kerneltui open` on a trace of a million GPU events.
 
-    python benchmarks/bench_tui.py [--kernels 1000000] [--size 160x45] [--repeat 15] [--only TEXT] [--profile]
+    python benchmarks/bench_tui.py [--kernels 1000000] [--size 160x45] [--repeat 15] [--only TEXT] [--profile [ORDER]]
 
 Generates (once, into benchmarks/data/, which git ignores) a Kineto-shaped trace:
 ``--kernels`` kernels and memsets on two streams, each with its cudaLaunchKernel
@@ -11,7 +11,7 @@ it to the end of the next repaint (the compositor's update reaching the
 driver), after every message the key caused was handled. Prints median, p90
 and max per key, beside issue 24's goal (p90 ≤ 33 ms for moves, search typing,
 zoom and pan; ≤ 66 ms for switching views). ``--only TEXT`` runs the cases whose
-label holds TEXT; ``--profile`` prints where each one's time went.
+label holds TEXT; ``--profile`` prints where each one's time went, from the press to its repaint.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ sys.path.insert(0, str(ROOT))
 # issue 24's goals, p90 ms: moves, search typing, zoom and pan; switching views
 GOALS = {"move": 33, "view": 66}
 CALLEES = "apply_query|_after_query|select_launch|_show_details"  # --profile: whose callees it prints
+PROFILE_ROWS = int(__import__("os").environ.get("BENCH_PROFILE_ROWS", "30"))  # --profile: how many rows
 KERNELS_PER_OP = 10
 OPS_PER_STEP = 1000
 NAMES = (
@@ -116,12 +117,15 @@ class Painted:
         app._display = display
 
 
-async def measure(pilot, painted: Painted, key: str, repeat: int, before=None) -> list[float]:
+async def measure(pilot, painted: Painted, key: str, repeat: int, before=None, profiler=None) -> list[float]:
+    """Each press's ms to its repaint; ``profiler`` (cProfile) runs from the press to that repaint only."""
     times = []
     for _ in range(repeat):
         if before is not None:
             await before()
         await pilot.pause()
+        if profiler is not None:
+            profiler.enable()
         start = time.perf_counter()
         painted.at = 0.0
         await pilot.press(key)
@@ -129,13 +133,15 @@ async def measure(pilot, painted: Painted, key: str, repeat: int, before=None) -
         deadline = time.perf_counter() + 2
         while painted.at < start and time.perf_counter() < deadline:  # ...and the next refresh is out
             await asyncio.sleep(0.001)
+        if profiler is not None:
+            profiler.disable()
         if painted.at < start:
             raise RuntimeError(f"{key!r} caused no repaint: a benchmark case that changes nothing")
         times.append((painted.at - start) * 1000)
     return times
 
 
-async def run(path: Path, size: tuple[int, int], repeat: int, only: str = "", profile: bool = False) -> None:
+async def run(path: Path, size: tuple[int, int], repeat: int, only: str = "", profile: str = "") -> None:
     from kerneltui.tui.app import build_app
     from kerneltui.tui.screens.browser import BrowserScreen
 
@@ -255,7 +261,7 @@ async def run(path: Path, size: tuple[int, int], repeat: int, only: str = "", pr
             ("search: type a char, nothing cached", "x", filter_to("vecto", cold=True), "move"),
             ("search: delete, nothing cached", "backspace", filter_to("vector", cold=True), "move"),
             ("n: next search hit", "n", searched, "move"),
-            ("g: group by the next grouping", "g", kernel_view, "move"),
+            ("g: group by the next grouping", "g", kernel_view, "view"),  # a new table: a view switch
             ("]: scope the tables to a step", "right_square_bracket", whole_scope, "move"),
             ("T: open the module tree", "T", browser_again, "view"),
             ("module tree: down", "down", tree_open, "move"),
@@ -272,13 +278,10 @@ async def run(path: Path, size: tuple[int, int], repeat: int, only: str = "", pr
             if only and only not in label:
                 continue
             profiler = cProfile.Profile() if profile else None
+            times = await measure(pilot, painted, key, repeat, before, profiler)
             if profiler:
-                profiler.enable()
-            times = await measure(pilot, painted, key, repeat, before)
-            if profiler:
-                profiler.disable()
-                stats = pstats.Stats(profiler).sort_stats("cumulative")
-                stats.print_stats(30)
+                stats = pstats.Stats(profiler).sort_stats(profile)
+                stats.print_stats(PROFILE_ROWS)
                 stats.print_callees(CALLEES)
             p90 = float(np.percentile(times, 90))
             budget = GOALS[kind]
@@ -296,7 +299,9 @@ def main() -> None:
     parser.add_argument("--size", default="160x45")
     parser.add_argument("--repeat", type=int, default=15)
     parser.add_argument("--only", default="", help="the cases whose label holds this text")
-    parser.add_argument("--profile", action="store_true", help="print each case's cProfile (times are then slower)")
+    parser.add_argument("--profile", nargs="?", const="cumulative", default="", metavar="ORDER",
+                        help="print each case's cProfile, from each press to its repaint, sorted by ORDER "
+                             "(cumulative, or tottime); times are then slower")
     args = parser.parse_args()
     path = ROOT / "benchmarks" / "data" / f"tui_{args.kernels}.json"
     if not path.exists():
