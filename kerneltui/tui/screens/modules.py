@@ -152,7 +152,8 @@ class ModulesScreen(ModalScreen[str | None]):
         yield Static(head, id="modules-head")
         yield ModuleTable(t, id="modules-table")
 
-    def on_mount(self) -> None:
+    def on_screen_resume(self) -> None:
+        """Each time it is shown (the browser keeps it installed): on the node in scope, else on the top."""
         table = self.query_one(ModuleTable)
         self.set_focus(table)
         if self.current and self.current in table.paths:
