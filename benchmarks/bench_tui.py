@@ -1,6 +1,6 @@
 """Keystroke-to-repaint time of `kerneltui open` on a trace of a million GPU events.
 
-    python benchmarks/bench_tui.py [--kernels 1000000] [--size 160x45] [--repeat 15] [--only TEXT] [--profile [ORDER]]
+    python benchmarks/bench_tui.py [--kernels 1000000] [--size 160x45] [--repeat 15] [--only TEXT] [--profile [ORDER]] [--profile-rows N]
 
 Generates (once, into benchmarks/data/, which git ignores) a Kineto-shaped trace:
 ``--kernels`` kernels and memsets on two streams, each with its cudaLaunchKernel
@@ -33,7 +33,6 @@ sys.path.insert(0, str(ROOT))
 # issue 24's goals, p90 ms: moves, search typing, zoom and pan; switching views
 GOALS = {"move": 33, "view": 66}
 CALLEES = "apply_query|_after_query|select_launch|_show_details"  # --profile: whose callees it prints
-PROFILE_ROWS = int(__import__("os").environ.get("BENCH_PROFILE_ROWS", "30"))  # --profile: how many rows
 KERNELS_PER_OP = 10
 OPS_PER_STEP = 1000
 NAMES = (
@@ -141,7 +140,8 @@ async def measure(pilot, painted: Painted, key: str, repeat: int, before=None, p
     return times
 
 
-async def run(path: Path, size: tuple[int, int], repeat: int, only: str = "", profile: str = "") -> None:
+async def run(path: Path, size: tuple[int, int], repeat: int, only: str = "", profile: str = "",
+              profile_rows: int = 30) -> None:
     from kerneltui.tui.app import build_app
     from kerneltui.tui.screens.browser import BrowserScreen
 
@@ -281,7 +281,7 @@ async def run(path: Path, size: tuple[int, int], repeat: int, only: str = "", pr
             times = await measure(pilot, painted, key, repeat, before, profiler)
             if profiler:
                 stats = pstats.Stats(profiler).sort_stats(profile)
-                stats.print_stats(PROFILE_ROWS)
+                stats.print_stats(profile_rows)
                 stats.print_callees(CALLEES)
             p90 = float(np.percentile(times, 90))
             budget = GOALS[kind]
@@ -299,9 +299,10 @@ def main() -> None:
     parser.add_argument("--size", default="160x45")
     parser.add_argument("--repeat", type=int, default=15)
     parser.add_argument("--only", default="", help="the cases whose label holds this text")
-    parser.add_argument("--profile", nargs="?", const="cumulative", default="", metavar="ORDER",
-                        help="print each case's cProfile, from each press to its repaint, sorted by ORDER "
-                             "(cumulative, or tottime); times are then slower")
+    parser.add_argument("--profile", nargs="?", const="cumulative", default="", choices=["cumulative", "tottime"],
+                        help="print each case's cProfile, from each press to its repaint, sorted so (default "
+                             "cumulative); times are then slower")
+    parser.add_argument("--profile-rows", type=int, default=30, help="--profile: how many functions it prints")
     args = parser.parse_args()
     path = ROOT / "benchmarks" / "data" / f"tui_{args.kernels}.json"
     if not path.exists():
@@ -309,7 +310,7 @@ def main() -> None:
         generate(path, args.kernels)
         print(f"generated {path.name} ({path.stat().st_size / 1e6:.0f} MB) in {time.perf_counter() - t:.1f}s")
     w, h = (int(x) for x in args.size.split("x"))
-    asyncio.run(run(path, (w, h), args.repeat, args.only, args.profile))
+    asyncio.run(run(path, (w, h), args.repeat, args.only, args.profile, args.profile_rows))
 
 
 if __name__ == "__main__":

@@ -42,6 +42,9 @@ class Trace:
         self._names_array = np.array(raw.names + [""], dtype=object)
         self._stacks: dict[int, OpStack | None] = {}
         self._lock = threading.Lock()
+        # shapes(): the columns as arrays (DataFrame.iat costs ~20 µs a call) and the records parsed so
+        # far, one dict for every thread (the browser's analyses ask from a second thread)
+        self._shapes_index = (self.events["shapes_at"].to_numpy(), self.events["shapes_len"].to_numpy(), {})
 
     # -- names -------------------------------------------------------------
     def name(self, code: int) -> str:
@@ -165,11 +168,6 @@ class Trace:
         if text not in parsed:
             parsed[text] = parse_shapes(text)
         return parsed[text]
-
-    @cached_property
-    def _shapes_index(self) -> tuple[np.ndarray, np.ndarray, dict]:
-        # the columns as arrays (DataFrame.iat costs ~20 µs a call) and the records parsed so far
-        return self.events["shapes_at"].to_numpy(), self.events["shapes_len"].to_numpy(), {}
 
 
 MAX_SHAPES_DEPTH = 64  # record_shapes nests 3 deep (a TensorList of shapes); far deeper is not a record

@@ -1,5 +1,5 @@
 """Thread pools kept for the process: made on first use, made again in a forked child (a fork copies
-a pool but not its threads, so a submit there would wait forever)."""
+a pool but not its threads, so a submit there would wait forever); and work run on one daemon thread."""
 
 from __future__ import annotations
 
@@ -27,8 +27,9 @@ def shared_pool(name: str) -> ThreadPoolExecutor:
 
 
 def in_background(calls: Sequence[Callable], *args, name: str = "kerneltui-background") -> list[Future]:
-    """Each ``call(*args)`` in turn on one daemon thread, as futures: an error on the caller's thread (or
-    ctrl+c) ends the process without waiting for them, as a ThreadPoolExecutor's threads would make it wait."""
+    """Each ``call(*args)`` in turn on one daemon thread, as futures (a call's error is raised where its
+    result is asked for). A daemon: a process that ends (an error on the caller's thread, ctrl+c) does not
+    wait for them, as it would for a ThreadPoolExecutor's threads."""
     futures = [Future() for _ in calls]
 
     def run() -> None:

@@ -5,7 +5,8 @@ Two stages, so that a big trace shows its kernel table while the rest is built:
 * ``Kernels``: the kernel table (``kernel_stats``, the same function as
   ``kerneltui summary``) and the arrays needed to filter it;
 * ``Browse``: everything else (timeline lanes, noise events, traffic, sources,
-  the summary line), built in the same worker right after.
+  the summary line), built in the same worker right after, its analyses on a
+  second thread meanwhile.
 
 Both are frozen and published once; the UI thread only reads them. Filtering
 works on the few distinct names and maps the answer to rows with one gather,
@@ -197,11 +198,13 @@ def build_browse(kernels: Kernels) -> Browse:
     trace = kernels.trace
     g = trace.gpu
     # Two halves at once, the analyses on a second thread: numpy and pandas let go of the GIL in much of
-    # both (a cold 1 GB trace, 3.5-3.8 s -> 2.5-3.1 s on two cores). The lazy tables both halves read are
-    # made first, here: from Python 3.12 cached_property no longer locks, and both would build them
-    trace.iterations, trace.window, trace.name_codes  # noqa: B018 - computed and cached now
-    sources = trace.gpu_sources if trace.meta.with_stack and len(g) else None
+    # both (in the app, a cold 1 GB trace's second stage took 3.3-3.5 s, now 2.5-2.9 s on two cores).
+    # What both halves reach is made before the thread starts or built under a lock: trace.gpu and
+    # trace.iterations (stage 1), trace.window, trace.name_codes (from Python 3.12 cached_property no
+    # longer locks); the op stacks (Trace.op_stack) and the python frames (PerTrace) lock
+    trace.window, trace.name_codes  # noqa: B018 - computed and cached now
     analyses = in_background([_analyses], trace, name="kerneltui-browse")[0]
+    sources = trace.gpu_sources if trace.meta.with_stack and len(g) else None
     kinds = trace.events["kind"].to_numpy()
     ts = trace.events["ts"].to_numpy()
     noise_rows, counts = {}, {}
@@ -247,8 +250,9 @@ def build_browse(kernels: Kernels) -> Browse:
 
 
 def _analyses(trace: Trace) -> tuple:
-    """The browser's analyses (summary, memory, overview, traffic, advice, health), in the order of the
-    scratch memory they need, largest first: the peak is then the kept tables plus one step's scratch."""
+    """The browser's analyses (summary, memory, overview, traffic, advice, health), those that need large
+    scratch memory first (the peak is the kept tables plus their scratch and the other half's: a 5 GB
+    trace's 0.88x of its JSON became 0.93x when the halves ran at once)."""
     summary = summarize(trace)
     memory = memory_table(trace)
     steps = overview(trace)
