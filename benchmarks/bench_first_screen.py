@@ -30,6 +30,7 @@ ROOT = HERE.parent
 DEFAULT = [HERE / "data" / "replicated_1000mb.json", HERE / "data" / "replicated_1000mb.json.gz"]
 READY = "Count"  # the kernel table's header: the first screen is up
 HELP = "escape closes"  # the help screen's title: the app answered a key
+WAITING = "drawing the timeline"  # the timeline until the second stage (timeline, launch list, search) is in
 
 
 def written(directory: Path, suffix: str = SUFFIX) -> bool:
@@ -38,11 +39,12 @@ def written(directory: Path, suffix: str = SUFFIX) -> bool:
 
 
 def first_screen(path: Path, env: dict[str, str], timeout: float = 120, entry_in: Path | None = None,
-                 live: list[float] | None = None) -> float:
+                 live: list[float] | None = None, everything: list[float] | None = None) -> float:
     """Seconds to the first screen; with ``entry_in``, the pane is kept until the app has written its
     cache entry and its kept first screen there (the next, warm run needs them). With ``live``, `?` is
     pressed as soon as the table is up, and the seconds to the help screen (the app answering keys:
-    a kept first screen is up before the app is) are appended to it."""
+    a kept first screen is up before the app is) are appended to it. With ``everything``, the seconds
+    until the timeline is drawn (the second stage: timeline, launch list, search) are appended to it."""
     subprocess.run(["tmux", "start-server", ";", "set-option", "-g", "exit-empty", "off"], check=True)
     name = f"kerneltui-bench-{uuid.uuid4().hex[:8]}"
     assignments = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
@@ -64,6 +66,13 @@ def first_screen(path: Path, env: dict[str, str], timeout: float = 120, entry_in
                             raise SystemExit(f"{path.name}: no answer to a key within {timeout:.0f} s")
                         time.sleep(0.01)
                     live.append(time.perf_counter() - start)
+                while everything is not None and WAITING in subprocess.run(
+                        ["tmux", "capture-pane", "-p", "-t", name], capture_output=True, text=True, check=False).stdout:
+                    if time.perf_counter() - start > timeout:
+                        raise SystemExit(f"{path.name}: no timeline within {timeout:.0f} s")
+                    time.sleep(0.02)
+                if everything is not None:
+                    everything.append(time.perf_counter() - start)
                 while entry_in is not None and not (written(entry_in) and written(entry_in, SCREEN_SUFFIX)):
                     if time.perf_counter() - start > timeout:
                         break
