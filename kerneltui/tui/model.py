@@ -15,6 +15,7 @@ so a keystroke costs milliseconds on a million launches.
 
 from __future__ import annotations
 
+from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -37,6 +38,7 @@ from kerneltui.analysis.memory import MemoryTable, memory_table
 from kerneltui.analysis.modules import ModuleTree, module_tree
 from kerneltui.analysis.overview import Overview, overview
 from kerneltui.trace.filters import name_pattern
+from kerneltui.trace.fits import available_memory
 from kerneltui.trace.intervals import index_dtype
 from kerneltui.trace.model import Trace
 from kerneltui.trace.schema import Kind
@@ -203,7 +205,10 @@ def build_browse(kernels: Kernels) -> Browse:
     # trace.iterations (stage 1), trace.window, trace.name_codes (from Python 3.12 cached_property no
     # longer locks); the op stacks (Trace.op_stack) and the python frames (PerTrace) lock
     trace.window, trace.name_codes  # noqa: B018 - computed and cached now
-    analyses = in_background([_analyses], trace, name="kerneltui-browse")[0]
+    if _room_for_both(len(trace.events)):
+        analyses = in_background([_analyses], trace, name="kerneltui-browse")[0]
+    else:  # memory is short: one half at a time, the analyses' large scratch first
+        analyses = _done(_analyses(trace))
     sources = trace.gpu_sources if trace.meta.with_stack and len(g) else None
     kinds = trace.events["kind"].to_numpy()
     ts = trace.events["ts"].to_numpy()
@@ -247,6 +252,24 @@ def build_browse(kernels: Kernels) -> Browse:
         search=launch_search(trace, context),
         modules=modules,
     )
+
+
+# The analyses' thread adds its scratch to the other half's: the largest, the memory table's, was 55 bytes an
+# event at 1 GB (2.5M events), and the peak rose 0.05-0.08x of the JSON. Twice that must be free to run both.
+BOTH_HALVES_PER_EVENT = 128
+
+
+def _room_for_both(events: int) -> bool:
+    """Whether the memory available (where known) leaves room for both halves' scratch at once."""
+    available = available_memory()
+    return available is None or available >= BOTH_HALVES_PER_EVENT * events
+
+
+def _done(value) -> Future:
+    """``value`` as a future already resolved (the analyses computed on this thread)."""
+    future = Future()
+    future.set_result(value)
+    return future
 
 
 def _analyses(trace: Trace) -> tuple:

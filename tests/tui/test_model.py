@@ -219,3 +219,29 @@ def test_an_error_in_the_analyses_thread_is_raised_by_build_browse(monkeypatch):
     monkeypatch.setattr(model, "overview", broken)
     with pytest.raises(RuntimeError, match="overview failed"):
         build_browse(build_kernels(load_trace(shared_trace("mlp_bf16_eager"), cache=False)))
+
+
+def test_with_memory_short_the_analyses_run_first_on_the_loading_thread(monkeypatch):
+    """Where the memory available would not hold both halves' scratch at once, the analyses run on the
+    caller's thread, before the rest, to the same results."""
+    import threading
+
+    from kerneltui.analysis.memory import memory_dict
+    from kerneltui.tui import model
+
+    path = shared_trace("gpt_train_eager")
+    both = build_browse(build_kernels(load_trace(path, cache=False)))
+    trace = load_trace(path, cache=False)
+    monkeypatch.setattr(model, "available_memory", lambda: model.BOTH_HALVES_PER_EVENT * len(trace.events) - 1)
+    order = []
+    real_memory, real_context = model.memory_table, model.launch_context
+    monkeypatch.setattr(model, "memory_table", lambda t: order.append(("memory", threading.current_thread().name))
+                        or real_memory(t))
+    monkeypatch.setattr(model, "launch_context", lambda t: order.append(("context", threading.current_thread().name))
+                        or real_context(t))
+    alone = build_browse(build_kernels(trace))
+    here = threading.current_thread().name
+    assert order == [("memory", here), ("context", here)]
+    assert memory_dict(alone.memory) == memory_dict(both.memory)
+    assert alone.summary.to_dict() == both.summary.to_dict()
+    assert [f.to_dict() for f in alone.findings] == [f.to_dict() for f in both.findings]
