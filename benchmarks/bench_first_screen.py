@@ -38,6 +38,11 @@ def written(directory: Path, suffix: str = SUFFIX) -> bool:
     return any(not p.name.startswith(TEMP_PREFIX) for p in directory.glob(f"*{suffix}"))
 
 
+def pane(name: str) -> str:
+    """What tmux session ``name`` shows now."""
+    return subprocess.run(["tmux", "capture-pane", "-p", "-t", name], capture_output=True, text=True, check=False).stdout
+
+
 def first_screen(path: Path, env: dict[str, str], timeout: float = 120, entry_in: Path | None = None,
                  live: list[float] | None = None, everything: list[float] | None = None) -> float:
     """Seconds to the first screen; with ``entry_in``, the pane is kept until the app has written its
@@ -54,20 +59,16 @@ def first_screen(path: Path, env: dict[str, str], timeout: float = 120, entry_in
     subprocess.run(["tmux", "new-session", "-d", "-s", name, "-x", "120", "-y", "40", command], check=True)
     try:
         while time.perf_counter() - start < timeout:
-            screen = subprocess.run(["tmux", "capture-pane", "-p", "-t", name], capture_output=True, text=True,
-                                    check=False).stdout
-            if READY in screen:
+            if READY in pane(name):
                 seconds = time.perf_counter() - start
                 if live is not None:
                     subprocess.run(["tmux", "send-keys", "-t", name, "?"], check=True)
-                    while HELP not in subprocess.run(["tmux", "capture-pane", "-p", "-t", name], capture_output=True,
-                                                     text=True, check=False).stdout:
+                    while HELP not in pane(name):
                         if time.perf_counter() - start > timeout:
                             raise SystemExit(f"{path.name}: no answer to a key within {timeout:.0f} s")
                         time.sleep(0.01)
                     live.append(time.perf_counter() - start)
-                while everything is not None and WAITING in subprocess.run(
-                        ["tmux", "capture-pane", "-p", "-t", name], capture_output=True, text=True, check=False).stdout:
+                while everything is not None and WAITING in pane(name):
                     if time.perf_counter() - start > timeout:
                         raise SystemExit(f"{path.name}: no timeline within {timeout:.0f} s")
                     time.sleep(0.02)

@@ -37,13 +37,11 @@ class ModuleTable(VirtualTable):
         nodes = tree.nodes
         self.paths = nodes["path"].tolist()
         self.parents = [p if isinstance(p, str) else None for p in nodes["parent"].tolist()]
-        # the nodes' fields as lists, each node's fixed cells formatted on its first draw: a row drawn
-        # through DataFrame.iloc cost ~0.1 ms, 80 rows a draw of the opened tree
+        # the nodes' fields as lists: a row drawn through DataFrame.iloc cost ~0.1 ms, 80 rows a draw
         self._depths = nodes["depth"].astype(int).tolist()
         self._fields = list(zip(nodes["label"].tolist(), nodes["forward_ns"].tolist(), nodes["backward_ns"].tolist(),
                                 nodes["total_ns"].tolist(), nodes["launches"].tolist(), nodes["share"].tolist(),
                                 nodes["top"].tolist()))
-        self._fixed: dict[int, tuple[str, list[str]]] = {}
         self.has_children = {p for p in self.parents if p is not None}
         self.opened = {p for p, parent in zip(self.paths, self.parents) if parent is None}  # roots open: depth 1 shows
         self.rows_shown: list[int] = []
@@ -74,20 +72,12 @@ class ModuleTable(VirtualTable):
     def cells(self, row: int) -> list[str]:
         i = self.rows_shown[row]
         path, depth = self.paths[i], self._depths[i]
+        label, forward, backward, total, launches, share, top = self._fields[i]
         mark = ("▾ " if path in self.opened else "▸ ") if path in self.has_children else "· "
-        name, figures = self._fixed_cells(i)
-        return ["  " * depth + mark + name, *figures]
-
-    def _fixed_cells(self, i: int) -> tuple[str, list[str]]:
-        """Node ``i``'s name and its figures' cells: all but the indent and the open/close mark."""
-        fixed = self._fixed.get(i)
-        if fixed is None:
-            path, depth = self.paths[i], self._depths[i]
-            label, forward, backward, total, launches, share, top = self._fields[i]
-            name = printable(node_name(path, 0, self.modules.by, label) if not depth else path.rsplit(".", 1)[-1])
-            fixed = self._fixed[i] = (name, [_ns(forward), _ns(backward), _ns(total), f"{int(launches):,}",
-                                             fmt_share(float(share)), printable(top[0] if len(top) else "")])
-        return fixed
+        name = "  " * depth + mark + printable(node_name(path, 0, self.modules.by, label) if not depth
+                                               else path.rsplit(".", 1)[-1])
+        return [name, _ns(forward), _ns(backward), _ns(total), f"{int(launches):,}", fmt_share(float(share)),
+                printable(top[0] if len(top) else "")]
 
     def action_open(self) -> None:
         if not self.row_count():
