@@ -298,6 +298,24 @@ static int scan_string(Cur *c, Str *out) {
     const u8 *p = c->p + 1, *e = c->end, *start = p;
     int escaped = 0;
     for (;;) {
+#if defined(__SSE2__)
+        /* sixteen bytes at a time while none is '"', '\\', a control byte or non-ASCII (as signed
+           bytes, control and non-ASCII bytes are both below ' ') */
+        {
+            const __m128i quote = _mm_set1_epi8('"'), slash = _mm_set1_epi8('\\'), space = _mm_set1_epi8(' ');
+            while (e - p >= 16) {
+                __m128i v = _mm_loadu_si128((const __m128i *)p);
+                __m128i special = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, slash)),
+                                               _mm_cmplt_epi8(v, space));
+                unsigned hits = (unsigned)_mm_movemask_epi8(special);
+                if (hits) {
+                    p += __builtin_ctz(hits);
+                    break;
+                }
+                p += 16;
+            }
+        }
+#else
         /* eight bytes at a time while none is '"', '\\', a control byte or non-ASCII */
         while (e - p >= 8) {
             uint64_t v;
@@ -308,6 +326,7 @@ static int scan_string(Cur *c, Str *out) {
             if (special & highs) break;
             p += 8;
         }
+#endif
         while (p < e && IS_PLAIN[*p]) p++;
         if (p >= e) return BAIL;
         u8 ch = *p;
