@@ -17,20 +17,49 @@ def index_dtype(n: int) -> type:
     return np.int32 if n < 2**31 else np.int64
 
 
+def stable_argsort(values: np.ndarray) -> np.ndarray:
+    """``np.argsort(values, kind="stable")``. Integers within a range of 2**16 (depths, lane numbers) are
+    sorted as uint16, for which numpy uses a radix sort: ~4x faster than its merge sort of wider ones."""
+    if values.dtype.kind in "iu" and values.itemsize > 2 and len(values):
+        low, high = int(values.min()), int(values.max())
+        if high - low < 2**16:
+            values = (values - low).astype(np.uint16)  # order kept: every value shifted alike, none wrapped
+    return np.argsort(values, kind="stable")
+
+
+def nesting_order(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """``np.lexsort((-ends, starts))``: by start, the longer first on equal starts, then input order.
+
+    One stable sort of the starts, then the tied starts alone sorted again by end: a trace's starts
+    come nearly sorted, which the stable sort runs through in a pass, and lexsort's two full sorts
+    took ~40 ms for one thread's 700k ops where this takes a few."""
+    order = np.argsort(starts, kind="stable")
+    ordered = starts[order]
+    tie = ordered[1:] == ordered[:-1]
+    if tie.any():
+        tied = np.zeros(len(order), bool)
+        tied[1:] = tie
+        tied[:-1] |= tie
+        at = np.flatnonzero(tied)  # whole runs of equal starts, each already in place among the rest
+        runs = order[at]  # within a run, in input order (the sort is stable)
+        order[at] = runs[np.lexsort((-ends[runs], starts[runs]))]
+    return order
+
+
 class Nesting:
     """Nested intervals [start, end] of one thread, ready for enclosing-interval queries."""
 
     def __init__(self, starts: np.ndarray, ends: np.ndarray):
         small = index_dtype(len(starts))
         # parents first on equal starts: longer interval before shorter
-        self.order = np.lexsort((-ends, starts)).astype(small)
+        self.order = nesting_order(starts, ends).astype(small)
         self.starts = starts[self.order]
         self.ends = ends[self.order]
         self.sorted_ends = np.sort(ends)
         position = np.arange(len(self.starts))
         self.depth = (position - np.searchsorted(self.sorted_ends, self.starts, side="right")).astype(small)
         # positions of each depth, ascending: one sort, not a pass per depth (20,000 nested ops)
-        by_depth = np.argsort(self.depth, kind="stable").astype(small)
+        by_depth = stable_argsort(self.depth).astype(small)
         ordered = self.depth[by_depth]
         first = np.flatnonzero(ordered[1:] != ordered[:-1]) + 1  # already sorted: no np.unique's second sort
         depths = ordered[np.concatenate(([0], first))] if len(ordered) else ordered
@@ -86,7 +115,7 @@ def depth_by_group(groups: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> 
         _, group_code = np.unique(groups, return_inverse=True)
         base = group_code.reshape(-1).astype(np.int64) * width
         start_keys, end_keys, group_first = base + inverse[:n], base + inverse[n:], base
-    order = np.lexsort((-ends, start_keys))
+    order = nesting_order(start_keys, ends)
     g = groups[order]
     first = np.ones(n, bool)
     first[1:] = g[1:] != g[:-1]

@@ -45,6 +45,7 @@ import pandas as pd
 
 from kerneltui.analysis.traffic import copy_kind
 from kerneltui.terminal_text import printable
+from kerneltui.trace.intervals import stable_argsort
 from kerneltui.trace.model import Trace
 from kerneltui.trace.schema import Kind
 from kerneltui.trace.threads import shared_pool
@@ -393,7 +394,7 @@ def op_lanes(trace: Trace, lane: int, origin: int, op_depths: int = 8) -> list[L
     if not len(keep):
         return []
     depth = n.depth[keep]
-    by_depth = keep[np.argsort(depth, kind="stable")]  # sorted positions per depth, still by start
+    by_depth = keep[stable_argsort(depth)]  # sorted positions per depth, still by start
     depths, first = np.unique(n.depth[by_depth], return_index=True)
     rows = stack.rows[n.order[by_depth]]
     ev = trace.events

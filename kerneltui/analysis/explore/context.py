@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from kerneltui.trace.intervals import stable_argsort
 from kerneltui.trace.model import Trace
 
 
@@ -140,7 +141,7 @@ def _stacks(trace: Trace) -> tuple[np.ndarray, tuple[tuple[str, ...], ...], tupl
     name_codes = ev["name"].to_numpy()
     has = np.flatnonzero(launch_row >= 0)
     if len(has):
-        order = np.argsort(launch_lane[has], kind="stable")
+        order = stable_argsort(launch_lane[has])
         has = has[order]
         lanes, first = np.unique(launch_lane[has], return_index=True)
         for lane, part in zip(lanes.tolist(), np.split(has, first[1:])):
@@ -190,7 +191,7 @@ def _lane_chains(stack, name_codes: np.ndarray, chains: _Chains, launches: np.nd
     parent = np.full(m, -1, np.int64)
     good = depth >= 0  # every interval's chain contains it (checked below)
     code = np.full(m, -1, np.int64)
-    by_depth = np.argsort(depth, kind="stable")
+    by_depth = stable_argsort(depth)
     levels, first = np.unique(depth[by_depth], return_index=True)
     groups = dict(zip(levels.tolist(), np.split(by_depth, first[1:])))
     for d in sorted(groups):
