@@ -111,21 +111,27 @@ def _parse_ops(trace: Trace, op_rows: np.ndarray) -> pd.DataFrame:
     # one's width)
     inductor |= trace.by_name(codes, lambda n: n.startswith("triton_"), bool)
     judged = _callers(trace, op_rows, names)  # gather inside embedding: the embedding's record
-    names = np.where(judged != op_rows, trace.names_of(ev["name"].to_numpy()[judged]), names)
+    judged_codes = ev["name"].to_numpy()[judged]  # the op's own name, or its caller's where that judges it
     at = ev["shapes_at"].to_numpy()[judged]
     length = ev["shapes_len"].to_numpy()[judged]
     blob = trace.shapes_blob
-    cache: dict[tuple, tuple] = {}
-    records = []
-    for name, ind, a, n in zip(names, inductor, at, length):
-        text = bytes(blob[a : a + n]) if a >= 0 else b""
-        key = (name, bool(ind), text)
-        if key not in cache:
-            t = op_traffic(name, parse_shapes(text), bool(ind))
+    # each distinct (name, inductor, record) parsed once; the loop runs over lists of Python ints (numpy
+    # scalars cost more to make, slice with and hash), and rows take their record by number, so the frame
+    # is made from the distinct records alone (300k ops at 1 GB, a few thousand records)
+    seen: dict[tuple, int] = {}
+    records: list[tuple] = []
+    which = []
+    for code, ind, a, n in zip(judged_codes.tolist(), inductor.tolist(), at.tolist(), length.tolist()):
+        key = (code, ind, bytes(blob[a : a + n]) if a >= 0 else b"")
+        number = seen.get(key)
+        if number is None:
+            t = op_traffic(trace.name(code), parse_shapes(key[2]), ind)
             # tuples, not dataclasses: pandas would call asdict() per row
-            cache[key] = (t.bytes, t.flops, t.largest, t.basis, t.dtype)
-        records.append(cache[key])
-    return pd.DataFrame(records, columns=["bytes", "flops", "largest", "basis", "dtype"], index=op_rows)
+            number = seen[key] = len(records)
+            records.append((t.bytes, t.flops, t.largest, t.basis, t.dtype))
+        which.append(number)
+    table = pd.DataFrame(records, columns=["bytes", "flops", "largest", "basis", "dtype"])
+    return table.take(np.asarray(which, np.int64)).set_axis(op_rows)
 
 
 # Fused optimizers: bytes per byte of parameters (params, grads and states read, params and states
