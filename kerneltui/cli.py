@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from kerneltui import __version__
@@ -55,6 +56,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 2
+    if args.command != "capture":
+        # numpy's OpenBLAS starts a thread per core that spins after import (~0.13 CPU-s a process, taken
+        # from the loader's threads on a small machine); kerneltui does no linear algebra. capture runs
+        # the user's workload, whose CPU math keeps its threads. Set before anything imports numpy.
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     try:
         return int(args._module.run(args) or 0)
     except UserError as exc:

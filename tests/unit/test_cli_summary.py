@@ -249,3 +249,22 @@ def test_an_error_is_said_without_waiting_for_the_summary_computed_meanwhile(tmp
     assert time.monotonic() - started < 10
     assert done.returncode == 2
     assert "a CPU capture has no GPU launches for --launches" in done.stderr
+
+
+def test_numpys_blas_threads_are_one_for_the_viewer_and_left_to_the_user_and_to_capture(monkeypatch, capsys):
+    """OpenBLAS's threads spin after numpy's import, taking CPU from the loader; kerneltui does no linear
+    algebra, but a workload under capture may."""
+    import os
+
+    from kerneltui.cli import main
+
+    trace = str(PROJECT_TRACES / "add_relu_1M_eager.json.gz")
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
+    assert main(["capture", "/nonexistent/model.py"]) == 2
+    assert "OPENBLAS_NUM_THREADS" not in os.environ
+    assert main(["summary", trace, "--format", "csv"]) == 0
+    assert os.environ["OPENBLAS_NUM_THREADS"] == "1"
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "4")
+    assert main(["summary", trace, "--format", "csv"]) == 0
+    assert os.environ["OPENBLAS_NUM_THREADS"] == "4"
+    capsys.readouterr()
