@@ -50,7 +50,6 @@ here, so they never count as overlaps.
 from __future__ import annotations
 
 import re
-import weakref
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -58,6 +57,7 @@ import numpy as np
 from kerneltui.analysis.compare.compile_facts import compile_spans
 from kerneltui.analysis.compare.timing import cpu_spans, overhead_overlap
 from kerneltui.trace.model import Trace
+from kerneltui.trace.per_trace import PerTrace
 from kerneltui.trace.schema import GPU_WORK, Kind
 from kerneltui.trace.text_columns import text_values
 from kerneltui.units import fmt_ns, plural
@@ -206,15 +206,10 @@ class Health:
                 "causes": [c.to_dict() for c in self.causes]}
 
 
-_CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
 def trace_health(trace: Trace) -> Health:
-    """The health of a trace (computed once per Trace)."""
-    found = _CACHE.get(trace)
-    if found is None:
-        found = _CACHE[trace] = _health(trace)
-    return found
+    """The health of a trace (computed once per Trace; a second thread asking meanwhile waits for it:
+    `summary --format json` builds it on its background thread while its own thread writes the rest)."""
+    return _HEALTH(trace)
 
 
 def _health(trace: Trace) -> Health:
@@ -258,7 +253,11 @@ def _health(trace: Trace) -> Health:
                   np.where(overlapping, amount, 0), lost, _affected_steps(trace, code, lost))
 
 
+_HEALTH: PerTrace[Health] = PerTrace(_health)
+
+
 # -- GPU events -------------------------------------------------------------------------------
+
 
 def _duplicates(g) -> np.ndarray:
     """Extra copies: rows equal to an earlier row in name, ts, dur, device, stream and correlation.

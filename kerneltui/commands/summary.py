@@ -289,6 +289,7 @@ def _job_health(job, fmt: str) -> int:
 
 def run_trace(args: argparse.Namespace) -> int:
     from kerneltui import report
+    from kerneltui.analysis.health import trace_health
     from kerneltui.analysis.memory import memory_table
     from kerneltui.trace.filters import matching_rows
     from kerneltui.trace.summary import kernel_stats, summarize
@@ -300,7 +301,9 @@ def run_trace(args: argparse.Namespace) -> int:
     # tables both sides read are made first, here: from Python 3.12 cached_property no longer locks,
     # and both threads would build them at once
     trace.gpu, trace.window  # noqa: B018 - computed and cached now
-    wanted = {"json": (summarize, memory_table), "csv": ()}.get(args.format, (summarize,))
+    # JSON: the health too (as_json's overview and advice on this thread take longer than the summary and
+    # the memory table there; health balances them)
+    wanted = {"json": (summarize, memory_table, trace_health), "csv": ()}.get(args.format, (summarize,))
     futures = in_background(wanted, trace, name="kerneltui-summary")
     s = futures[0] if wanted else None
     memory = futures[1] if len(wanted) > 1 else None

@@ -20,7 +20,7 @@ from kerneltui.trace.blocks import size_and_compression
 from kerneltui.trace.cache import holds as cache_holds
 from kerneltui.trace.cache import load as cached_read
 from kerneltui.trace.frames import innermost_frames, sources
-from kerneltui.trace.intervals import depth_by_group, index_dtype
+from kerneltui.trace.intervals import depth_by_group, index_dtype, stable_argsort
 from kerneltui.trace.iterations import Iterations, find_iterations
 from kerneltui.trace.link import OpStack, gpu_table
 from kerneltui.trace.load import RawTrace
@@ -110,7 +110,7 @@ class Trace:
         ev = self.events
         rows = np.flatnonzero(np.isin(ev["kind"].to_numpy(), STACK_KINDS))
         lanes = ev["lane"].to_numpy()[rows]
-        order = np.argsort(lanes, kind="stable")
+        order = stable_argsort(lanes)
         rows, lanes = rows[order].astype(index_dtype(len(ev))), lanes[order]  # kept by the op stacks: int32
         distinct, first = np.unique(lanes, return_index=True)
         bounds = np.append(first, len(rows))

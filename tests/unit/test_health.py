@@ -325,3 +325,31 @@ def test_a_little_damage_marks_the_rows_that_hold_it(tmp_path, gpt_doc):
     assert {r for rows in marked["b_rows"] for r in rows} >= unlinked
     assert all(set(rows) & unlinked for rows in marked["b_rows"])
     assert any(n.startswith("B's trace is damaged (0.3% of GPU events (3) have no launch call") for n in d.notes)
+
+
+def test_two_threads_asking_for_a_traces_health_at_once_share_one_build(monkeypatch):
+    """`summary --format json` builds the health on its background thread while its own thread may ask."""
+    import threading
+    import time
+
+    from kerneltui.analysis import health
+
+    trace = load_trace(DATA / "traces" / "add_relu_1M_eager.json.gz", cache=False)
+    builds = []
+    real = health._HEALTH._build
+
+    def slow(t):
+        builds.append(threading.current_thread().name)
+        time.sleep(0.2)  # long enough for the second thread to ask while the first builds
+        return real(t)
+
+    monkeypatch.setattr(health._HEALTH, "_build", slow)
+    found = {}
+    threads = [threading.Thread(target=lambda n=n: found.setdefault(n, trace_health(trace)), name=n) for n in "ab"]
+    for t in threads:
+        t.start()
+        time.sleep(0.05)
+    for t in threads:
+        t.join()
+    assert builds == ["a"]
+    assert found["a"] is found["b"] and found["a"].gpu_events == 2  # add and relu
