@@ -325,6 +325,7 @@ def _optimizer_label(trace: Trace, lanes: np.ndarray, t: np.ndarray) -> str:
     if not len(rows) or not len(t):
         return OPTIMIZER
     found = _innermost_of(trace, rows, lanes, t)
-    classes = {m["cls"] for r in found[found >= 0].tolist()
-               if (m := OPTIMIZER_CLASS.match(trace.name(int(trace.events["name"].iat[r]))))}
+    # once a distinct name, not per launch (a DataFrame lookup and a match each: 0.14 s at 1 GB)
+    codes = np.unique(trace.events["name"].to_numpy()[found[found >= 0]])
+    classes = {m["cls"] for code in codes.tolist() if (m := OPTIMIZER_CLASS.match(trace.name(code)))}
     return f"{OPTIMIZER} ({', '.join(sorted(classes))})" if classes else OPTIMIZER
