@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
+from functools import partial
 
 import numpy as np
 import pandas as pd
@@ -205,10 +206,13 @@ def build_browse(kernels: Kernels) -> Browse:
     # trace.iterations (stage 1), trace.window, trace.name_codes (from Python 3.12 cached_property no
     # longer locks); the op stacks (Trace.op_stack) and the python frames (PerTrace) lock
     trace.window, trace.name_codes  # noqa: B018 - computed and cached now
+    # the timeline's parts after the analyses, on their thread: this half (launch context, attribution) is
+    # the longer one (1 GB: the analyses ended ~0.3 s before it, which then drew the lanes and icicles)
+    parts = (_analyses, partial(_timeline_parts, origin=kernels.origin))
     if _room_for_both(len(trace.events)):
-        analyses = in_background([_analyses], trace, name="kerneltui-browse")[0]
+        analyses, timeline = in_background(parts, trace, name="kerneltui-browse")
     else:  # memory is short: one half at a time, the analyses' large scratch first
-        analyses = _done(_analyses(trace))
+        analyses, timeline = (_done(part(trace)) for part in parts)
     sources = trace.gpu_sources if trace.meta.with_stack and len(g) else None
     kinds = trace.events["kind"].to_numpy()
     ts = trace.events["ts"].to_numpy()
@@ -231,17 +235,19 @@ def build_browse(kernels: Kernels) -> Browse:
     range_index(trace)
     modules = module_tree(trace)  # the attribution, here rather than on the first T
     place_codes(trace)
+    search = launch_search(trace, context)
     summary, memory, steps, (traffic, spec, _), findings, health = analyses.result()
+    spans, lanes, icicle_lanes = timeline.result()
     return Browse(
         health=health,
         overview=steps,
         findings=findings,
         memory=memory,
         kernels=kernels,
-        step_spans=step_spans(trace, kernels.origin),
+        step_spans=spans,
         summary=summary,
-        lanes=tuple(lanes_from_trace(trace, kernels.origin, op_depths=0)),
-        icicles=icicles(trace, kernels.origin),
+        lanes=lanes,
+        icicles=icicle_lanes,
         noise_rows=noise_rows,
         counts=counts,
         traffic=traffic,
@@ -249,7 +255,7 @@ def build_browse(kernels: Kernels) -> Browse:
         sources=sources,
         call_to_launch=_frozen(call_to_launch),
         context=context,
-        search=launch_search(trace, context),
+        search=search,
         modules=modules,
     )
 
@@ -282,6 +288,11 @@ def _analyses(trace: Trace) -> tuple:
     traffic = _traffic(trace)
     findings = tuple(advice(trace, steps, traffic[2]))
     return summary, memory, steps, traffic, findings, trace_health(trace)
+
+
+def _timeline_parts(trace: Trace, origin: int) -> tuple:
+    """The timeline's step spans, lanes (GPU streams, launching threads) and each thread's icicle."""
+    return step_spans(trace, origin), tuple(lanes_from_trace(trace, origin, op_depths=0)), icicles(trace, origin)
 
 
 def icicles(trace: Trace, origin: int, depths: int = 8) -> dict[int, tuple[Lane, ...]]:

@@ -180,8 +180,9 @@ def test_kernel_table_rows_are_kernel_stats(mlp):
 
 
 def test_the_analyses_run_on_a_second_thread_to_what_each_computes_alone(monkeypatch):
-    """build_browse runs summary, memory, overview, traffic, advice and health on a second thread while it
-    builds the rest: each result equals the one computed alone, on one thread, on a fresh load."""
+    """build_browse runs summary, memory, overview, traffic, advice and health, then the timeline's lanes and
+    icicles, on a second thread while it builds the rest: each result equals the one computed alone, on one
+    thread, on a fresh load."""
     import threading
 
     from kerneltui.analysis.advice import advice
@@ -199,8 +200,20 @@ def test_the_analyses_run_on_a_second_thread_to_what_each_computes_alone(monkeyp
     threads = []
     real = model.memory_table
     monkeypatch.setattr(model, "memory_table", lambda t: threads.append(threading.current_thread().name) or real(t))
+    real_icicles = model.icicles
+    monkeypatch.setattr(model, "icicles", lambda t, origin: threads.append(threading.current_thread().name)
+                        or real_icicles(t, origin))
     browse = build_browse(build_kernels(load_trace(path, cache=False)))
-    assert threads == ["kerneltui-browse"]
+    assert threads == ["kerneltui-browse", "kerneltui-browse"]
+    origin = build_kernels(alone).origin
+    lanes = model.lanes_from_trace(alone, origin, op_depths=0)
+    assert [x.key for x in browse.lanes] == [x.key for x in lanes] == ["gpu:0:7", "cpu:1", "cpu:0"]
+    assert all(np.array_equal(getattr(a, c), getattr(b, c)) for a, b in zip(browse.lanes, lanes)
+               for c in ("starts", "ends", "ids", "kinds", "names"))
+    icicle = real_icicles(alone, origin)
+    assert {k: [(x.label, len(x)) for x in v] for k, v in browse.icicles.items()} == {
+        k: [(x.label, len(x)) for x in v] for k, v in icicle.items()}
+    assert sum(len(x) for v in icicle.values() for x in v) > 1000
     assert browse.summary.to_dict() == summarize(alone).to_dict()
     assert memory_dict(browse.memory) == memory_dict(memory_table(alone))
     assert len(browse.memory.devices) == 1  # the trace has [memory] events: the table is not empty
