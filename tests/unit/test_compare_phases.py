@@ -113,3 +113,20 @@ def test_made_step_each_rule(tmp_path):
     assert (rows["backward"].a_launches, rows["backward"].a_ns, rows["backward"].a_outside_launches,
             rows["backward"].a_outside_ns) == (3.0, 15000.0, 2.0, 11000.0)
     assert (rows["optimizer"].b_launches, rows["optimizer"].b_outside_ns) == (2.0, 15000.0)
+
+
+@pytest.mark.parametrize(("kind", "test", "count"), [
+    (Kind.CPU_OP, lambda n: n == "aten::convolution", 40),  # one name
+    (Kind.CPU_OP, lambda n: n.startswith("aten::conv"), 160),  # several: conv2d (80), convolution, convolution_backward
+    (Kind.ANNOTATION, lambda n: n.startswith("aten::conv"), 0),  # names that pass, none of this kind
+    (Kind.CPU_OP, lambda n: False, 0),
+])
+def test_named_rows_are_the_events_of_the_kind_whose_name_passes(resnet, kind, test, count):
+    from kerneltui.analysis.compare.phases import named_rows
+
+    trace = resnet[0]
+    ev = trace.events
+    expected = [row for row, (k, code) in enumerate(zip(ev["kind"], ev["name"]))
+                if k == kind and code >= 0 and test(trace.names[code])]
+    assert named_rows(trace, kind, test).tolist() == expected
+    assert len(expected) == count

@@ -124,10 +124,13 @@ def _per_step(trace: Trace) -> dict:
 
 def named_rows(trace: Trace, kind: Kind, test) -> np.ndarray:
     """Rows of events of ``kind`` whose name passes ``test`` (one test per distinct name)."""
+    wanted = [code for code, name in enumerate(trace.names) if test(name)]
+    if not wanted:  # the usual answer (no loss op, no compiled region...): no pass over the events
+        return np.empty(0, np.int64)
     ev = trace.events
-    hit = np.array([bool(test(n)) for n in trace.names] + [False])
     codes = ev["name"].to_numpy()
-    return np.flatnonzero((ev["kind"].to_numpy() == kind) & hit[np.where(codes >= 0, codes, len(trace.names))])
+    named = codes == wanted[0] if len(wanted) == 1 else np.isin(codes, wanted)
+    return np.flatnonzero(named & (ev["kind"].to_numpy() == kind))
 
 
 def launched_inside(trace: Trace, marker_rows: np.ndarray, lanes: np.ndarray, t: np.ndarray) -> np.ndarray:
