@@ -56,10 +56,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 2
-    if args.command != "capture":
+    if args.command != "capture" and "numpy" not in sys.modules:
         # numpy's OpenBLAS starts a thread per core that spins after import (~0.13 CPU-s a process, taken
         # from the loader's threads on a small machine); kerneltui does no linear algebra. capture runs
-        # the user's workload, whose CPU math keeps its threads. Set before anything imports numpy.
+        # the user's workload, whose CPU math keeps its threads. Read once, at numpy's import: where numpy
+        # is in already (main() called in a program), it would only reach child processes, so it is not set
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     try:
         return int(args._module.run(args) or 0)

@@ -19,8 +19,9 @@ def index_dtype(n: int) -> type:
 
 def stable_argsort(values: np.ndarray) -> np.ndarray:
     """``np.argsort(values, kind="stable")``. Integers within a range of 2**16 (depths, lane numbers) are
-    sorted as uint16, for which numpy uses a radix sort: ~4x faster than its merge sort of wider ones."""
-    if values.dtype.kind in "iu" and values.itemsize > 2 and len(values):
+    sorted as uint16, for which numpy uses a radix sort: ~4x faster than the timsort it uses for wider ones
+    on unsorted values (700k depths: 38 ms, 10 ms as uint16)."""
+    if values.dtype.kind in "iu" and values.itemsize > 2 and values.size:
         low, high = int(values.min()), int(values.max())
         if high - low < 2**16:
             values = (values - low).astype(np.uint16)  # order kept: every value shifted alike, none wrapped
@@ -28,11 +29,12 @@ def stable_argsort(values: np.ndarray) -> np.ndarray:
 
 
 def nesting_order(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """``np.lexsort((-ends, starts))``: by start, the longer first on equal starts, then input order.
+    """``np.lexsort((-ends, starts))`` for integer starts (ns; a NaN start, never equal to another, would
+    keep its input order): by start, the longer first on equal starts, then input order.
 
-    One stable sort of the starts, then the tied starts alone sorted again by end: a trace's starts
-    come nearly sorted, which the stable sort runs through in a pass, and lexsort's two full sorts
-    took ~40 ms for one thread's 700k ops where this takes a few."""
+    One stable sort of the starts, then the runs of tied starts alone sorted again: a trace's starts come
+    nearly sorted, which numpy's stable sort (timsort) runs through in about a pass. One thread's 700k
+    ops of the 1 GB trace, none tied: 75 ms with lexsort, 7.8 ms so; many ties would gain less."""
     order = np.argsort(starts, kind="stable")
     ordered = starts[order]
     tie = ordered[1:] == ordered[:-1]

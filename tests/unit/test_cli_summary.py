@@ -251,20 +251,21 @@ def test_an_error_is_said_without_waiting_for_the_summary_computed_meanwhile(tmp
     assert "a CPU capture has no GPU launches for --launches" in done.stderr
 
 
-def test_numpys_blas_threads_are_one_for_the_viewer_and_left_to_the_user_and_to_capture(monkeypatch, capsys):
+def test_numpys_blas_threads_are_one_for_the_viewer_and_left_to_the_user_and_to_capture():
     """OpenBLAS's threads spin after numpy's import, taking CPU from the loader; kerneltui does no linear
-    algebra, but a workload under capture may."""
+    algebra, but a workload under capture may. Each case in a fresh process: numpy reads the setting once."""
     import os
 
-    from kerneltui.cli import main
-
     trace = str(PROJECT_TRACES / "add_relu_1M_eager.json.gz")
-    monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
-    assert main(["capture", "/nonexistent/model.py"]) == 2
-    assert "OPENBLAS_NUM_THREADS" not in os.environ
-    assert main(["summary", trace, "--format", "csv"]) == 0
-    assert os.environ["OPENBLAS_NUM_THREADS"] == "1"
-    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "4")
-    assert main(["summary", trace, "--format", "csv"]) == 0
-    assert os.environ["OPENBLAS_NUM_THREADS"] == "4"
-    capsys.readouterr()
+    script = ("import os, sys; from kerneltui.cli import main; code = main(sys.argv[1:]); "
+              "import numpy; print(code, os.environ.get('OPENBLAS_NUM_THREADS'))")
+
+    def threads_after(*argv: str, **env: str) -> str:
+        base = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+        done = subprocess.run([sys.executable, "-c", script, *argv], capture_output=True, text=True, cwd=ROOT,
+                              env={**base, **env, "KERNELTUI_CACHE": "0"}, timeout=120, check=True)
+        return done.stdout.splitlines()[-1]
+
+    assert threads_after("summary", trace, "--format", "csv") == "0 1"
+    assert threads_after("summary", trace, "--format", "csv", OPENBLAS_NUM_THREADS="4") == "0 4"
+    assert threads_after("capture", "/nonexistent/model.py") == "2 None"

@@ -336,19 +336,21 @@ def test_two_threads_asking_for_a_traces_health_at_once_share_one_build(monkeypa
 
     trace = load_trace(DATA / "traces" / "add_relu_1M_eager.json.gz", cache=False)
     builds = []
+    started = threading.Event()
     real = health._HEALTH._build
 
     def slow(t):
         builds.append(threading.current_thread().name)
-        time.sleep(0.2)  # long enough for the second thread to ask while the first builds
+        started.set()
+        time.sleep(0.3)  # the second thread asks meanwhile (were it to ask later, it would still find one build)
         return real(t)
 
     monkeypatch.setattr(health._HEALTH, "_build", slow)
     found = {}
     threads = [threading.Thread(target=lambda n=n: found.setdefault(n, trace_health(trace)), name=n) for n in "ab"]
-    for t in threads:
-        t.start()
-        time.sleep(0.05)
+    threads[0].start()
+    assert started.wait(10)  # "a" builds: "b" starts only now
+    threads[1].start()
     for t in threads:
         t.join()
     assert builds == ["a"]

@@ -39,6 +39,8 @@ def test_nesting_order_puts_the_parent_first_on_a_shared_start():
     np.array([2**64 - 1, 0, 2**64 - 1], np.uint64),
     np.array([1.5, -1.0, 1.5]),
     np.array([], np.int64),
+    np.array(7, np.int32),  # 0-d
+    np.array([[3, 1], [2, 2]], np.int32),  # 2-D: along the last axis
 ])
 def test_stable_argsort_is_numpys_stable_argsort(values):
     assert stable_argsort(values).tolist() == np.argsort(values, kind="stable").tolist()
