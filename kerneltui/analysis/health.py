@@ -258,7 +258,6 @@ _HEALTH: PerTrace[Health] = PerTrace(_health)
 
 # -- GPU events -------------------------------------------------------------------------------
 
-
 def _duplicates(g) -> np.ndarray:
     """Extra copies: rows equal to an earlier row in name, ts, dur, device, stream and correlation.
 

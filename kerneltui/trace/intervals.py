@@ -60,12 +60,13 @@ class Nesting:
         self.sorted_ends = np.sort(ends)
         position = np.arange(len(self.starts))
         self.depth = (position - np.searchsorted(self.sorted_ends, self.starts, side="right")).astype(small)
-        # positions of each depth, ascending: one sort, not a pass per depth (20,000 nested ops)
+        # depth -> positions (into the sorted arrays) of that depth, ascending, depths in ascending order:
+        # one sort, not a pass per depth (20,000 nested ops); the launch context and the icicles read it too
         by_depth = stable_argsort(self.depth).astype(small)
         ordered = self.depth[by_depth]
         first = np.flatnonzero(ordered[1:] != ordered[:-1]) + 1  # already sorted: no np.unique's second sort
         depths = ordered[np.concatenate(([0], first))] if len(ordered) else ordered
-        self._by_depth = dict(zip(depths.tolist(), np.split(by_depth, first)))
+        self.by_depth: dict[int, np.ndarray] = dict(zip(depths.tolist(), np.split(by_depth, first)))
 
     def open_count(self, t: np.ndarray) -> np.ndarray:
         """How many intervals contain each t (start <= t <= end)."""
@@ -77,10 +78,10 @@ class Nesting:
         out = np.full(len(t), -1, np.int64)
         target = self.open_count(t) - 1
         for depth in np.unique(target):
-            if depth < 0 or depth not in self._by_depth:
+            if depth < 0 or depth not in self.by_depth:
                 continue
             queries = np.flatnonzero(target == depth)
-            candidates = self._by_depth[depth]
+            candidates = self.by_depth[depth]
             at = np.searchsorted(self.starts[candidates], t[queries], side="right") - 1
             found = at >= 0
             sorted_index = candidates[at[found]]

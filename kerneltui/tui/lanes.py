@@ -45,7 +45,6 @@ import pandas as pd
 
 from kerneltui.analysis.traffic import copy_kind
 from kerneltui.terminal_text import printable
-from kerneltui.trace.intervals import stable_argsort
 from kerneltui.trace.model import Trace
 from kerneltui.trace.schema import Kind
 from kerneltui.trace.threads import shared_pool
@@ -383,18 +382,19 @@ def op_lanes(trace: Trace, lane: int, origin: int, op_depths: int = 8) -> list[L
 
     Depths are those of ``trace.op_stack(lane)`` (its Nesting, computed once per
     thread and shared with the linking); runtime and driver calls are its leaves,
-    so they change no op's depth. Vectorised: one sort by depth, one unique over names.
+    so they change no op's depth. Vectorised: the nesting's positions per depth, one unique over names.
     """
     stack = trace.op_stack(lane)
     if stack is None:
         return []
     n = stack.nesting
     sorted_kinds = stack.kinds[n.order]
-    keep = np.flatnonzero(((sorted_kinds == Kind.CPU_OP) | (sorted_kinds == Kind.ANNOTATION)) & (n.depth < op_depths))
-    if not len(keep):
+    op = (sorted_kinds == Kind.CPU_OP) | (sorted_kinds == Kind.ANNOTATION)
+    # the ops' positions per depth, still by start (the nesting's groups, ascending depth)
+    parts = [positions[op[positions]] for d, positions in sorted(n.by_depth.items()) if d < op_depths]
+    by_depth = np.concatenate(parts) if parts else np.empty(0, np.int64)
+    if not len(by_depth):
         return []
-    depth = n.depth[keep]
-    by_depth = keep[stable_argsort(depth)]  # sorted positions per depth, still by start
     depths, first = np.unique(n.depth[by_depth], return_index=True)
     rows = stack.rows[n.order[by_depth]]
     ev = trace.events

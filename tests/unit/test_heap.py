@@ -79,7 +79,7 @@ def test_the_op_stacks_keep_their_positions_as_int32_and_answer_as_before():
         assert stack.rows.dtype == stack.op_rows.dtype == np.int32
         for nesting in (stack.nesting, stack.op_nesting):
             assert nesting.order.dtype == nesting.depth.dtype == np.int32
-            assert all(part.dtype == np.int32 for part in nesting._by_depth.values())
+            assert all(part.dtype == np.int32 for part in nesting.by_depth.values())
         # the same stack from int64 rows: its answers, cast
         rows = stack.rows.astype(np.int64)
         ts = ev["ts"].to_numpy()[rows]

@@ -22,7 +22,7 @@ def test_nesting_order_is_lexsort_by_start_then_longest_first_then_input_order()
         assert nesting_order(starts, ends).tolist() == np.lexsort((-ends, starts)).tolist(), (starts, ends)
 
 
-def test_nesting_order_puts_the_parent_first_on_a_shared_start():
+def test_nesting_order_puts_the_parent_first_on_a_tied_start():
     # an op and its first child start on the same ns: the enclosing (longer) one comes first, and of two
     # identical intervals the earlier in the file
     starts = np.array([10, 10, 5, 10])
@@ -52,7 +52,7 @@ def test_stable_argsort_keeps_input_order_among_equal_depths():
     assert np.array_equal(stable_argsort(depth), np.argsort(depth, kind="stable"))
 
 
-def test_depth_by_group_on_interleaved_threads_with_shared_starts():
+def test_depth_by_group_on_interleaved_threads_with_tied_starts():
     # two threads' ops interleaved in the file, parents and children starting together
     groups = np.array([0, 1, 0, 1, 0, 1, 0])
     starts = np.array([0, 0, 0, 0, 5, 1, 5])

@@ -191,9 +191,7 @@ def _lane_chains(stack, name_codes: np.ndarray, chains: _Chains, launches: np.nd
     parent = np.full(m, -1, np.int64)
     good = depth >= 0  # every interval's chain contains it (checked below)
     code = np.full(m, -1, np.int64)
-    by_depth = stable_argsort(depth)
-    levels, first = np.unique(depth[by_depth], return_index=True)
-    groups = dict(zip(levels.tolist(), np.split(by_depth, first[1:])))
+    groups = nest.by_depth  # depth -> its positions, ascending
     for d in sorted(groups):
         here = groups[d]
         if d < 0:
