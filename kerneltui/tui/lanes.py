@@ -390,22 +390,22 @@ def op_lanes(trace: Trace, lane: int, origin: int, op_depths: int = 8) -> list[L
     n = stack.nesting
     sorted_kinds = stack.kinds[n.order]
     op = (sorted_kinds == Kind.CPU_OP) | (sorted_kinds == Kind.ANNOTATION)
-    # the ops' positions per depth, still by start (the nesting's groups, ascending depth)
-    parts = [positions[op[positions]] for d, positions in sorted(n.by_depth.items()) if d < op_depths]
-    by_depth = np.concatenate(parts) if parts else np.empty(0, np.int64)
-    if not len(by_depth):
+    # the ops' positions per depth, still by start (the nesting's groups, ascending depth; depths without an op left out)
+    parts = [(d, positions[op[positions]]) for d, positions in sorted(n.by_depth.items()) if d < op_depths]
+    parts = [(d, positions) for d, positions in parts if len(positions)]
+    if not parts:
         return []
-    depths, first = np.unique(n.depth[by_depth], return_index=True)
+    by_depth = np.concatenate([positions for _, positions in parts])
     rows = stack.rows[n.order[by_depth]]
     ev = trace.events
     names, name_codes = np.unique(ev["name"].to_numpy()[rows], return_inverse=True)
     labels = tuple(printable(trace.name(int(c))) for c in names)
     kinds = stack.kinds[n.order[by_depth]]
     starts, ends = n.starts[by_depth] - origin, n.ends[by_depth] - origin
-    out = []
-    bounds = np.append(first, len(by_depth))
-    for i, d in enumerate(depths.tolist()):
-        part = slice(int(bounds[i]), int(bounds[i + 1]))
+    out, at = [], 0
+    for d, positions in parts:
+        part = slice(at, at + len(positions))
+        at += len(positions)
         out.append(Lane(f"op:{lane}:{d}", f"ops d{d}", starts[part], ends[part], op_id(rows[part]),
                         kinds[part].astype(np.int8), name_codes.reshape(-1)[part], labels))
     return out
