@@ -6,6 +6,8 @@ terminal, and the search against the op stacks the trace itself gives (``trace.a
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from kerneltui.analysis.explore import group_stats, launch_context, range_totals
@@ -439,6 +441,69 @@ async def test_a_search_typed_back_reuses_its_answer_and_the_details_of_a_kept_s
         assert fresh is not first_answer and fresh.table.equals(first_answer.table)
         await pilot.press("escape", "down")  # another launch: its details are made
         assert made == [screen.selected]
+
+
+def gpu_launches_drawn(timeline) -> int:
+    return sum(len(lane) for lane in timeline.lanes if lane.key.startswith("gpu"))
+
+
+async def test_a_search_over_big_lanes_shows_its_table_first_and_its_timeline_when_the_cut_lands(monkeypatch):
+    """Lanes of a million launches are cut to a search on a thread, after the table's repaint; keys
+    typed meanwhile are answered at once, and only the last one's mask is cut next."""
+    from kerneltui.tui import lane_cuts
+    from kerneltui.tui.lanes import filter_lanes
+
+    monkeypatch.setattr(lane_cuts, "BACKGROUND_FROM", 0)  # the shipped trace's lanes as if big
+    gate, cut_for = threading.Event(), []
+    real = lane_cuts.filter_lanes
+
+    def held(lanes, keep):
+        cut_for.append(keep)
+        gate.wait(10)
+        return real(lanes, keep)
+
+    monkeypatch.setattr(lane_cuts, "filter_lanes", held)
+    async with opened(gpt(), size=(120, 40)) as (app, pilot):
+        screen, table, _, timeline = parts(app)
+        await pilot.press("slash", *"aten::mm")
+        await pilot.pause()
+        assert sum(int(r[1]) for r in rows(table)) == 120  # the search's table at once...
+        assert counts_text(screen).split(" · ")[1] == "120/945 launches"
+        assert gpu_launches_drawn(timeline) == 945  # ...while the timeline still shows every launch
+        assert 1 <= len(cut_for) < 8 and cut_for[-1] is not screen.keep  # a cut of an earlier key's mask
+        gate.set()
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert cut_for[-1] is screen.keep and len(cut_for) == 2  # then the last key's only
+        assert gpu_launches_drawn(timeline) == 120
+        cut = filter_lanes(screen.browse.lanes, screen.keep)
+        assert [(x.key, x.ids.tolist()) for x in timeline.lanes[: len(cut)]] == [(x.key, x.ids.tolist()) for x in cut]
+        await pilot.press("backspace")  # back to aten::m: its mask was never cut (a key typed past), cut now
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert len(cut_for) == 3 and cut_for[-1] is screen.keep
+        await pilot.press("m")  # aten::mm again: the cut kept for it, shown with the table
+        assert len(cut_for) == 3 and gpu_launches_drawn(timeline) == 120
+
+
+async def test_a_search_leaves_the_selections_underlined_launches_and_a_grouping_remarks_them(monkeypatch):
+    """The launches underlined with the selection are its row's over every launch: a search keeps them
+    (no repaint of the timeline for them); g underlines the new row's."""
+    async with opened(gpt(), size=(120, 40)) as (app, pilot):
+        screen, _, _, timeline = parts(app)
+        await pilot.press("down")
+        marks = []
+        real = timeline.set_marked
+        monkeypatch.setattr(timeline, "set_marked", lambda *a: marks.append(a) or real(*a))
+        selected = screen.selected
+        before = timeline._marked
+        await pilot.press("slash", *"aten", "enter")
+        assert screen.selected == selected and marks == [] and timeline._marked is before
+        await pilot.press("g")
+        codes = screen.answer.codes
+        assert screen.query_state.grouping == "op" and marks
+        assert marks[-1][0].tolist() == (codes == codes[screen.selected]).tolist()
+        assert timeline._marked is marks[-1][0]
 
 
 def test_the_answers_kept_are_the_last_few_used():

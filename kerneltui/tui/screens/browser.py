@@ -22,7 +22,8 @@ from kerneltui.tui import status
 from kerneltui.tui.cpu_details import cpu_work_details
 from kerneltui.tui.details import Details, event_details, launch_details
 from kerneltui.tui.history import History, Place
-from kerneltui.tui.lanes import filter_lanes, op_row
+from kerneltui.tui.lane_cuts import LaneCuts
+from kerneltui.tui.lanes import op_row
 from kerneltui.tui.layout import browser_layout
 from kerneltui.tui.model import (
     DEFAULT_SHOWN,
@@ -68,15 +69,17 @@ class BrowserScreen(BrowserKeys):
         self.selected: int | None = None  # a launch, or a CPU op of the icicle (ids below -1: lanes.op_row)
         self.history = History()
         self.timeline_mode = "normal"
-        self._marked_key: str | None = None
+        self._marked_key: tuple[str, str] | None = None  # (grouping, row key) of the launches underlined
         self._lanes_keep: object = "unset"  # the keep mask the timeline's lanes were filtered with
+        self._lanes_wanted: object = "unset"  # ...and the one they are being cut to (the last query's)
+        self._lane_cuts: LaneCuts | None = None
+        self._cutting = False  # a cut is on a thread (_cut_in_background)
         self._layout = None
         self._pending_events: tuple | None = None  # the launch list's query, until the list is shown
         self._base_lanes: list = []
         self._icicle_thread: int | None = None
         self._caches = Caches()  # what query.answer reuses between keystrokes
         self._launch_details = None  # ((launch, full names, browse), the details the pane was given for them)
-        self._lanes_cache: dict[int, tuple] = {}  # id(keep) -> (keep, its filtered lanes)
 
     @property
     def shown(self) -> frozenset[str]:
@@ -129,9 +132,10 @@ class BrowserScreen(BrowserKeys):
         timeline.set_memory(memory_curves(browse.memory, self.kernels.origin))
         start, end = self.kernels.trace.window
         self._base_lanes = list(browse.lanes)
+        self._lane_cuts = LaneCuts(browse.lanes)
         self._icicle_thread = next(iter(browse.icicles), None)  # the main thread's, until a launch says otherwise
         timeline.set_lanes(self._timeline_lanes(), bounds=(0, end - start))
-        self._lanes_keep = None
+        self._lanes_keep = self._lanes_wanted = None
         timeline.fit()
         self.apply_query()
         if self.selected is not None:
@@ -220,24 +224,42 @@ class BrowserScreen(BrowserKeys):
         self._pending_events = (self.in_scope, q.shown, name_ok)
         if self._view() == "launches":
             self._refresh_launch_list()
-        if self._lanes_keep is not self.keep:
-            # the filtered lanes of the last few masks (the same objects come back from the query's cache:
-            # backspace to a search typed a moment ago reuses its lanes)
-            lanes = self._lanes_cache.get(id(self.keep))
-            if lanes is None or lanes[0] is not self.keep:
-                lanes = (self.keep, filter_lanes(self.browse.lanes, self.keep))
-                self._lanes_cache[id(self.keep)] = lanes
-                while len(self._lanes_cache) > 2:  # each holds copies of the big lanes: the last two masks
-                    self._lanes_cache.pop(next(iter(self._lanes_cache)))
-            self._base_lanes = lanes[1]
-            self.query_one(Timeline).set_lanes(self._timeline_lanes())
-            self._lanes_keep = self.keep
-            self._marked_key = None
+        if self._lanes_wanted is not self.keep:
+            self._lanes_wanted = self.keep
+            lanes = self._lane_cuts.ready(self.keep)
+            if lanes is not None:
+                self._show_lanes(self.keep, lanes)
+            elif not self._cutting:
+                # after the table's repaint: on two cores a cut beside the key's own work slows both
+                self._cutting = True
+                self.call_after_refresh(self._start_cut)
         room = max(int(self.size.width * 0.6) - 2, 40)  # #counts' max-width (60%) less its padding
         scope = q.scope.label(k.trace, k.origin)
         update_static(counts, status.query_counts(found, len(k.key_codes), scope, room), keep_width=True)
         self._after_query()
         return True
+
+    def _show_lanes(self, keep: np.ndarray | None, lanes: list) -> None:
+        self._base_lanes = lanes
+        self.query_one(Timeline).set_lanes(self._timeline_lanes())
+        self._lanes_keep = keep
+
+    def _start_cut(self) -> None:
+        self.run_worker(self._cut_in_background(), group="lane-cut", name="cut the timeline's lanes")
+
+    async def _cut_in_background(self) -> None:
+        """Cut the lanes to the last query's mask until they show it: keys typed meanwhile are answered
+        at once, and only the mask of the last one is cut next (LaneCuts)."""
+        try:
+            while self._lanes_wanted is not self._lanes_keep:
+                keep = self._lanes_wanted
+                lanes = await self._lane_cuts.cut(keep)
+                if keep is self._lanes_wanted:
+                    self._show_lanes(keep, lanes)
+                    if self.selected is not None:  # it may be in the new lanes only
+                        self.query_one(Timeline).select(self.selected)
+        finally:
+            self._cutting = False
 
     def _apply_cpu_query(self, found: CpuAnswer, counts: Static) -> bool:
         """A CPU capture: the kernel table lists its CPU work in scope, the rows the search keeps; no launch."""
@@ -297,11 +319,14 @@ class BrowserScreen(BrowserKeys):
             self.query_one(DetailsPane).show(event_details(self.kernels, self.browse, op_row(launch)))
             return
         key = self._row_key(launch)
-        if key != self._marked_key and self.browse is not None:
-            # the row's other launches (the kernel's, the op's, the module's...), underlined
+        # by grouping too: an op and the module it stands for share a key, not their launches
+        marked = (self.query_state.grouping, key)
+        if marked != self._marked_key and self.browse is not None:
+            # the row's other launches (the kernel's, the op's, the module's...), underlined; over every
+            # launch, the search's or not, so a search leaves them as they are
             codes, code = self._group_codes(), self._group_code(launch)
             timeline.set_marked(codes == code, (codes, code))
-            self._marked_key = key
+            self._marked_key = marked
         table = self.query_one(KernelTable)
         if source is not table:
             table.move_to_key(key)

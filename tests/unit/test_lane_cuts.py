@@ -1,0 +1,77 @@
+"""LaneCuts: the timeline's lanes cut to a search's keep mask, at once when small or cut before, else on a thread."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+from kerneltui.trace import load_trace
+from kerneltui.tui import lane_cuts
+from kerneltui.tui.lane_cuts import BACKGROUND_FROM, LaneCuts
+from kerneltui.tui.lanes import filter_lanes, lanes_from_trace
+from tests.conftest import shared_trace
+
+
+@pytest.fixture(scope="module")
+def gpt_lanes():
+    trace = load_trace(shared_trace("gpt_train_eager"))
+    return len(trace.gpu), lanes_from_trace(trace)
+
+
+def fields(lanes) -> list[tuple]:
+    return [(lane.key, lane.starts.tolist(), lane.ends.tolist(), lane.ids.tolist()) for lane in lanes]
+
+
+def test_small_lanes_are_cut_at_once_and_no_mask_gives_them_whole(gpt_lanes):
+    n, lanes = gpt_lanes
+    assert sum(map(len, lanes)) < BACKGROUND_FROM  # a shipped trace's lanes are small
+    cuts = LaneCuts(lanes)
+    keep = np.random.default_rng(0).random(n) < 0.3
+    made = cuts.ready(keep)
+    assert fields(made) == fields(filter_lanes(lanes, keep))
+    assert sum(len(lane) for lane in made if lane.key.startswith("gpu")) == int(keep.sum())
+    assert cuts.ready(keep) is made  # cut once
+    assert [id(lane) for lane in cuts.ready(None)] == [id(lane) for lane in lanes]
+
+
+async def test_big_lanes_are_cut_on_a_thread_and_the_last_two_masks_kept(gpt_lanes, monkeypatch):
+    n, lanes = gpt_lanes
+    monkeypatch.setattr(lane_cuts, "BACKGROUND_FROM", 0)  # these lanes as if they were a million launches'
+    threads = []
+    real = lane_cuts.filter_lanes
+
+    def recorded(lanes, keep):
+        threads.append(threading.current_thread().name)
+        return real(lanes, keep)
+
+    monkeypatch.setattr(lane_cuts, "filter_lanes", recorded)
+    cuts = LaneCuts(lanes)
+    rng = np.random.default_rng(1)
+    first, second, third = (rng.random(n) < share for share in (0.2, 0.5, 0.8))
+    assert cuts.ready(first) is None and threads == []  # not cut before the repaint
+    made = await cuts.cut(first)
+    assert threads == ["kerneltui-lane-cut"]
+    assert fields(made) == fields(real(lanes, first))
+    assert cuts.ready(first) is made and await cuts.cut(first) is made and len(threads) == 1
+    made_second, made_third = await cuts.cut(second), await cuts.cut(third)
+    assert cuts.ready(second) is made_second and cuts.ready(third) is made_third
+    assert cuts.ready(first) is None  # three masks: the oldest cut is let go
+    assert cuts.ready(third.copy()) is None  # by the very mask: the query's cache hands the same one back
+    assert len(threads) == 3
+
+
+async def test_a_cut_that_fails_raises_where_it_is_awaited(gpt_lanes, monkeypatch):
+    n, lanes = gpt_lanes
+    monkeypatch.setattr(lane_cuts, "BACKGROUND_FROM", 0)
+
+    def broken(lanes, keep):
+        raise MemoryError("no room for the cut")
+
+    monkeypatch.setattr(lane_cuts, "filter_lanes", broken)
+    cuts = LaneCuts(lanes)
+    keep = np.ones(n, bool)
+    with pytest.raises(MemoryError, match="no room for the cut"):
+        await cuts.cut(keep)
+    assert cuts.ready(keep) is None  # nothing kept for it
