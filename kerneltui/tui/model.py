@@ -31,7 +31,7 @@ from kerneltui.analysis.cpu_work import (
     work_table,
 )
 from kerneltui.analysis.explore.context import LaunchContext, launch_context
-from kerneltui.analysis.explore.groups import group_index
+from kerneltui.analysis.explore.groups import available_groupings, group_index
 from kerneltui.analysis.explore.ranges import range_index
 from kerneltui.analysis.explore.search import LaunchSearch, launch_search
 from kerneltui.analysis.health import Health, trace_health
@@ -231,11 +231,13 @@ def build_browse(kernels: Kernels) -> Browse:
     has_call = np.flatnonzero(called >= 0)[::-1]  # reversed: the first launch of a graph replay wins
     call_to_launch[called[has_call]] = has_call
     context = launch_context(trace)
-    group_index(trace, context)  # every grouping's codes, here rather than on the first keystroke
+    groups = group_index(trace, context)  # every grouping's codes, here rather than on the first keystroke
     range_index(trace)
     modules = module_tree(trace)  # the attribution, here rather than on the first T
     place_codes(trace)
     search = launch_search(trace, context)
+    for by in available_groupings(trace, context):  # each grouping's sums per class the search keeps or drops
+        groups.class_sums(by, search.combo_code)
     summary, memory, steps, (traffic, spec, _), findings, health = analyses.result()
     spans, lanes, icicle_lanes = timeline.result()
     return Browse(

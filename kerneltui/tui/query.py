@@ -24,6 +24,7 @@ from kerneltui.analysis.cpu_work import matching_work, work_table
 from kerneltui.analysis.explore.groups import (
     GROUP_LABEL,
     group_codes,
+    group_index,
     group_stats,
     scope_mask,
 )
@@ -146,17 +147,30 @@ def _answer(kernels: Kernels, browse: Browse, query: Query, caches: Caches) -> A
     trace = kernels.trace
     kept = (query.pattern, query.shown, query.module)
     if kept not in caches.keep:
-        search = browse.search.match(query.pattern) if query.pattern else None
+        # per class of launches alike in all the search looks at (LaunchSearch.combo_code): its hits
+        hits = browse.search.combination_hits(query.pattern) if query.pattern else None
+        search = hits[browse.search.combo_code] if hits is not None else None
         kind_ok = kernels.kind_allowed(query.shown)
         kinds = None if kind_ok[[Kind.MEMCPY, Kind.MEMSET]].all() else kind_ok[kernels.launch_kind]
         module = under(trace, query.module) if query.module else None
         if len(caches.keep) > 16:
             caches.keep.clear()
-        caches.keep[kept] = (_and(_and(kinds, search), module), _and(kinds, module))
-    keep, kinds = caches.keep[kept]
+        by_class = kinds is None and module is None  # else the mask is not one of whole classes
+        caches.keep[kept] = (_and(_and(kinds, search), module), _and(kinds, module), by_class, hits)
+    keep, kinds, by_class, hits = caches.keep[kept]
     scope = query.scope.mask(trace)
     in_scope = _and(keep, scope)
-    frame = group_stats(trace, browse.context, query.grouping, in_scope)
+    frame = None
+    if by_class and not query.scope.is_range:
+        # the table from per-class sums: a search (and a step, which the classes include) keeps whole classes
+        search = browse.search
+        classes_kept = np.ones(len(search.combo_step), bool) if hits is None else hits
+        if query.scope.iteration is not None:
+            classes_kept = classes_kept & (search.combo_step == query.scope.iteration + 1)
+        frame = group_index(trace, browse.context, build=False).stats_of_classes(
+            query.grouping, search.combo_code, classes_kept)
+    if frame is None:
+        frame = group_stats(trace, browse.context, query.grouping, in_scope)
     codes, keys = group_codes(trace, browse.context, query.grouping)
     # the search's totals are the table's: every kept launch in scope is in exactly one row
     matches, match_ns = int(frame["count"].sum()), int(frame["total_ns"].sum())

@@ -9,6 +9,7 @@ from __future__ import annotations
 import threading
 
 import numpy as np
+import pandas as pd
 
 from kerneltui.analysis.explore import group_stats, launch_context, range_totals
 from kerneltui.trace import load_trace
@@ -525,3 +526,35 @@ def test_the_answers_kept_are_the_last_few_used():
         query.answer(kernels, browse, query.Query(pattern=f"w{i}"), caches)
     again = query.answer(kernels, browse, query.Query(pattern="aten"), caches)
     assert again is not first and again.table.equals(first.table) and len(caches.answers) == query.ANSWERS_KEPT
+
+
+def test_answers_from_per_class_sums_are_the_answers_summed_launch_by_launch(monkeypatch):
+    """Searches, steps, toggles, module and range scopes: the same answer whichever way the table is summed."""
+    from kerneltui.analysis.explore.groups import GroupIndex
+    from kerneltui.tui import query
+    from kerneltui.tui.model import build_browse, build_kernels
+
+    trace = load_trace(gpt())
+    kernels = build_kernels(trace)
+    browse = build_browse(kernels)
+    start = int(trace.gpu["ts"].min())
+    queries = [query.Query(pattern=p, grouping=by, scope=scope)
+               for p in ("", "aten::mm", "ProfilerStep#3", "no such thing")
+               for by in ("kernel", "op", "source", "step", "module")
+               for scope in (query.WHOLE, query.Scope(iteration=1))]
+    queries += [query.Query(pattern="aten", shown=frozenset({"memcpy"})),
+                query.Query(pattern="aten", scope=query.Scope(start=start, end=start + 10**6))]
+    summed = [query.answer(kernels, browse, q) for q in queries]
+    called = []
+    real = GroupIndex.stats_of_classes
+    monkeypatch.setattr(GroupIndex, "stats_of_classes", lambda *a: called.append(a[1]) or real(*a))
+    by_class = [query.answer(kernels, browse, q) for q in queries]
+    assert len(called) == 40  # all but the toggle and the range (the module grouping's falls back inside)
+    monkeypatch.setattr(GroupIndex, "stats_of_classes", lambda *a: None)
+    by_launch = [query.answer(kernels, browse, q) for q in queries]
+    for ours, theirs in zip(by_class, by_launch):
+        pd.testing.assert_frame_equal(ours.table, theirs.table)
+        assert (ours.matches, ours.match_ns, ours.scope_ns) == (theirs.matches, theirs.match_ns, theirs.scope_ns)
+        assert np.array_equal(ours.in_scope, theirs.in_scope) if ours.in_scope is not None else theirs.in_scope is None
+    assert [a.matches for a in summed[:2]] == [945, 315]  # the whole trace; step 2 of 3
+    assert summed[10].matches == 120  # aten::mm, as test_search_by_op_finds_the_gemms_it_launched

@@ -20,7 +20,7 @@ from kerneltui.analysis.explore import (
 )
 from kerneltui.trace import load_trace
 from kerneltui.trace.summary import kernel_stats, per_iteration
-from tests.conftest import shared_trace, shared_trace_names
+from tests.conftest import external_trace, shared_trace, shared_trace_names
 
 EXACT = ["key", "count", "total_ns", "mean_ns", "min_ns", "max_ns", "share"]
 
@@ -138,3 +138,44 @@ def test_group_codes_name_the_rows_of_group_stats(gpt):
         table = group_stats(trace, ctx, by).set_index("key")
         counts = pd.Series(np.asarray(keys, dtype=object)[codes]).value_counts()
         assert counts.to_dict() == table["count"].to_dict()
+
+
+EXTERNAL = ["hta__amd_trace__mi250_minitoy_train_ROCm6_2_kineto.json.gz", "hta__trace_filter__sampled_rank-0.json.gz",
+            "kineto__tb_resnet50_nw0_worker0_2021early.pt.trace.json.gz",
+            "tracelens__inference__vllm_decode_full__graph_execution.json.gz"]
+
+
+@pytest.mark.parametrize("path", [shared_trace(n) for n in shared_trace_names()] + [external_trace(n) for n in EXTERNAL],
+                         ids=lambda p: p.name)
+def test_the_table_from_per_class_sums_is_the_table_of_the_launches_kept(path):
+    """A search and a step keep whole classes of launches (alike in all the search looks at): the table
+    summed per class is the one summed launch by launch, frame for frame."""
+    trace = load_trace(path)
+    ctx = launch_context(trace)
+    classes = launch_search(trace, ctx).combo_code
+    index = group_index(trace, ctx)
+    n_classes = int(classes.max()) + 1 if len(classes) else 0
+    rng = np.random.default_rng(7)
+    for by in available_groupings(trace, ctx):
+        if index.class_sums(by, classes) is None:
+            continue
+        for kept in (np.ones(n_classes, bool), np.zeros(n_classes, bool), rng.random(n_classes) < 0.5,
+                     rng.random(n_classes) < 0.1):
+            ours = index.stats_of_classes(by, classes, kept)
+            theirs = index.stats(by, kept[classes])
+            pd.testing.assert_frame_equal(ours, theirs)
+
+
+def test_per_class_sums_are_made_once_and_only_where_a_class_is_one_row(gpt):
+    trace, ctx = gpt
+    classes = launch_search(trace, ctx).combo_code
+    index = group_index(trace, ctx)
+    made = {by: index.class_sums(by, classes) for by in available_groupings(trace, ctx)}
+    # a forward op's launches are placed on modules one by one: a class may span two modules
+    assert [by for by, sums in made.items() if sums is None] == ["module"]
+    assert index.stats_of_classes("module", classes, np.ones(354, bool)) is None
+    kernel = made["kernel"]
+    assert len(kernel.count) == 354 and int(kernel.count.sum()) == 945
+    assert int(kernel.total.sum()) == int(trace.gpu["dur"].sum())
+    assert index.class_sums("kernel", classes) is kernel  # made once for these classes
+    assert index.class_sums("kernel", classes.copy()) is not kernel  # other classes: made for them

@@ -6,6 +6,11 @@ distinct (group, kernel) pairs (for the kernel grouping: (kernel, launching op),
 ``minimum.at`` / ``maximum.at`` (a few milliseconds on a million launches), then the few
 pairs onto their groups. No pandas groupby per keystroke.
 
+A search keeps whole classes of launches (``LaunchSearch.combo_code``: alike in kernel, op
+stack, source line, module and step), so where each class is one pair, its sums are made
+once (``class_sums``) and a search's table adds up the classes it keeps (``stats_of_classes``:
+tens of thousands of classes, not a million launches).
+
 ``by="kernel"`` over every launch is ``kernel_stats(trace)``: same keys, counts, totals,
 means, minima, maxima and shares, in the same order; ``top`` is kernel_stats' ``op`` (the
 op that launched the kernel most often, the first in category order on a tie).
@@ -93,6 +98,7 @@ class GroupIndex:
         self.key_short = tuple(short)
         self.key_rank = _ranks(self.key_names)
         self._built: dict[str, Grouping] = {}
+        self._class_sums: dict[str, tuple[np.ndarray, ClassSums | None]] = {}  # by -> (its classes, their sums)
         self._lock = threading.Lock()
 
     def grouping(self, by: str) -> Grouping:
@@ -140,50 +146,112 @@ class GroupIndex:
             # positions then take(): a boolean index over a million rows costs ~6x more (8 ms against 1.2)
             at = np.flatnonzero(np.asarray(rows, bool))
             pc, d = gr.pair_code.take(at), self.dur.take(at)
+        return _frame(gr, *_reduce(pc, d, len(gr.pair_group), self.max_abs_dur))
+
+    def class_sums(self, by: str, classes: np.ndarray) -> ClassSums | None:
+        """The launches' sums per class (codes from 0), made once per classes array; None when a class
+        holds launches of more than one of this grouping's pairs (for the module grouping: a forward
+        op's launches are placed on modules one by one)."""
+        gr = self.grouping(by)
+        with self._lock:
+            made = self._class_sums.get(by)
+            if made is not None and made[0] is classes:
+                return made[1]
+        codes = np.asarray(classes, np.int64)
+        n = int(codes.max()) + 1 if len(codes) else 0
+        pair = np.zeros(n, np.int64)
+        pair[codes] = gr.pair_code
+        sums = None
+        if np.array_equal(pair[codes], gr.pair_code):
+            sums = ClassSums(frozen(pair), *(frozen(a) for a in _reduce(codes, self.dur, n, self.max_abs_dur)))
+        with self._lock:
+            self._class_sums[by] = (classes, sums)
+        return sums
+
+    def stats_of_classes(self, by: str, classes: np.ndarray, kept: np.ndarray) -> pd.DataFrame | None:
+        """``stats(by, kept[classes])`` from the per-class sums (microseconds, not a pass over every
+        launch): a search and a step scope keep or drop whole classes of launches. None when
+        ``class_sums`` is (then ask ``stats``)."""
+        sums = self.class_sums(by, classes)
+        if sums is None:
+            return None
+        gr = self.grouping(by)
         n_pairs = len(gr.pair_group)
-        count = np.bincount(pc, minlength=n_pairs).astype(np.int64)
-        total = _sums(pc, d, n_pairs, self.max_abs_dur)
+        used = np.flatnonzero(np.asarray(kept, bool))
+        pair = sums.pair[used]
+        count = np.zeros(n_pairs, np.int64)
+        np.add.at(count, pair, sums.count[used])
+        total = np.zeros(n_pairs, np.int64)
+        np.add.at(total, pair, sums.total[used])
         low = np.full(n_pairs, I64_MAX, np.int64)
+        np.minimum.at(low, pair, sums.low[used])
         high = np.full(n_pairs, I64_MIN, np.int64)
-        np.minimum.at(low, pc, d)
-        np.maximum.at(high, pc, d)
-        used = np.flatnonzero(count > 0)
-        if not len(used):
-            return pd.DataFrame({c: pd.Series(dtype=_DTYPES[c]) for c in COLUMNS})
-        p_group = gr.pair_group[used]
-        n_groups = len(gr.keys)
-        g_count = np.zeros(n_groups, np.int64)
-        np.add.at(g_count, p_group, count[used])
-        g_total = np.zeros(n_groups, np.int64)
-        np.add.at(g_total, p_group, total[used])
-        g_min = np.full(n_groups, I64_MAX, np.int64)
-        np.minimum.at(g_min, p_group, low[used])
-        g_max = np.full(n_groups, I64_MIN, np.int64)
-        np.maximum.at(g_max, p_group, high[used])
-        kernels = np.bincount(p_group, minlength=n_groups)
-        # top: per group, the sub with most time (kernel grouping: most launches), ties to the lowest rank
-        weight = count[used] if by == "kernel" else total[used]
-        sub = gr.pair_sub[used]
-        order = np.lexsort((gr.sub_rank[np.clip(sub, 0, None)], -weight, p_group))
-        best = np.concatenate([[True], p_group[order][1:] != p_group[order][:-1]])
-        top_sub = np.full(n_groups, -1, np.int64)
-        top_sub[p_group[order][best]] = sub[order][best]
-        groups = np.flatnonzero(g_count > 0)
-        groups = groups[np.lexsort((gr.key_rank[groups], -g_total[groups]))]
-        grand = float(g_total[groups].sum())
-        totals = g_total[groups]
-        return pd.DataFrame({
-            "key": [gr.keys[i] for i in groups.tolist()],
-            "label": [gr.labels[i] for i in groups.tolist()],
-            "count": g_count[groups],
-            "total_ns": totals,
-            "mean_ns": totals / g_count[groups],
-            "min_ns": g_min[groups],
-            "max_ns": g_max[groups],
-            "share": totals / grand if grand else np.zeros(len(groups)),
-            "kernels": (np.ones(len(groups), np.int64) if by == "kernel" else kernels[groups].astype(np.int64)),
-            "top": [gr.sub_names[s] if s >= 0 else "" for s in top_sub[groups].tolist()],
-        })
+        np.maximum.at(high, pair, sums.high[used])
+        return _frame(gr, count, total, low, high)
+
+
+@dataclass(frozen=True, eq=False)
+class ClassSums:
+    """Per class: its one pair, and its launches' count, total, min and max."""
+
+    pair: np.ndarray
+    count: np.ndarray
+    total: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+
+
+def _reduce(codes: np.ndarray, dur: np.ndarray, n: int, max_abs: int) -> tuple[np.ndarray, ...]:
+    """Per code below n: count, exact total, min and max of the durations."""
+    count = np.bincount(codes, minlength=n).astype(np.int64)
+    total = _sums(codes, dur, n, max_abs)
+    low = np.full(n, I64_MAX, np.int64)
+    high = np.full(n, I64_MIN, np.int64)
+    np.minimum.at(low, codes, dur)
+    np.maximum.at(high, codes, dur)
+    return count, total, low, high
+
+
+def _frame(gr: Grouping, count: np.ndarray, total: np.ndarray, low: np.ndarray, high: np.ndarray) -> pd.DataFrame:
+    """The table from the per-pair count, total, min and max: pairs onto their groups, by total then key."""
+    by = gr.by
+    used = np.flatnonzero(count > 0)
+    if not len(used):
+        return pd.DataFrame({c: pd.Series(dtype=_DTYPES[c]) for c in COLUMNS})
+    p_group = gr.pair_group[used]
+    n_groups = len(gr.keys)
+    g_count = np.zeros(n_groups, np.int64)
+    np.add.at(g_count, p_group, count[used])
+    g_total = np.zeros(n_groups, np.int64)
+    np.add.at(g_total, p_group, total[used])
+    g_min = np.full(n_groups, I64_MAX, np.int64)
+    np.minimum.at(g_min, p_group, low[used])
+    g_max = np.full(n_groups, I64_MIN, np.int64)
+    np.maximum.at(g_max, p_group, high[used])
+    kernels = np.bincount(p_group, minlength=n_groups)
+    # top: per group, the sub with most time (kernel grouping: most launches), ties to the lowest rank
+    weight = count[used] if by == "kernel" else total[used]
+    sub = gr.pair_sub[used]
+    order = np.lexsort((gr.sub_rank[np.clip(sub, 0, None)], -weight, p_group))
+    best = np.concatenate([[True], p_group[order][1:] != p_group[order][:-1]])
+    top_sub = np.full(n_groups, -1, np.int64)
+    top_sub[p_group[order][best]] = sub[order][best]
+    groups = np.flatnonzero(g_count > 0)
+    groups = groups[np.lexsort((gr.key_rank[groups], -g_total[groups]))]
+    grand = float(g_total[groups].sum())
+    totals = g_total[groups]
+    return pd.DataFrame({
+        "key": [gr.keys[i] for i in groups.tolist()],
+        "label": [gr.labels[i] for i in groups.tolist()],
+        "count": g_count[groups],
+        "total_ns": totals,
+        "mean_ns": totals / g_count[groups],
+        "min_ns": g_min[groups],
+        "max_ns": g_max[groups],
+        "share": totals / grand if grand else np.zeros(len(groups)),
+        "kernels": (np.ones(len(groups), np.int64) if by == "kernel" else kernels[groups].astype(np.int64)),
+        "top": [gr.sub_names[s] if s >= 0 else "" for s in top_sub[groups].tolist()],
+    })
 
 
 _DTYPES = {"key": object, "label": object, "count": np.int64, "total_ns": np.int64, "mean_ns": np.float64,

@@ -43,7 +43,7 @@ class LaunchSearch:
     key_full: tuple[str, ...]
     key_covers: tuple[str, ...]  # per key code: the ops and source lines its provenance record covers, "" none
     key_codes: np.ndarray  # per launch
-    combo_code: np.ndarray  # per launch: code into the combo_* arrays
+    combo_code: np.ndarray  # per launch: code into the combo_* arrays (launches alike in all a search looks at)
     combo_key: np.ndarray  # per combination: key code, stack code, source code, module code
     combo_stack: np.ndarray
     combo_source: np.ndarray
@@ -173,7 +173,8 @@ def _combine(columns: list[np.ndarray], sizes: list[int]) -> tuple[np.ndarray, l
     # factorize numbers values in order of first appearance: a code's first row is where the running max grows
     seen = np.maximum.accumulate(codes) if len(codes) else codes
     first = np.flatnonzero(np.concatenate([[True], seen[1:] > seen[:-1]])) if len(codes) else codes
-    return codes.astype(np.int32), [col.astype(np.int64)[first] for col in columns]
+    # intp, not int32: a search gathers its hits by these on every key, ~4x faster by numpy's own index type
+    return codes.astype(np.intp), [col.astype(np.int64)[first] for col in columns]
 
 
 def match_totals(trace: Trace, mask: np.ndarray | None) -> tuple[int, int]:
