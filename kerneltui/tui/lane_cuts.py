@@ -2,9 +2,10 @@
 
 A search typed over a million launches keeps a new mask on every key, and cutting the big
 lanes to it costs ~20 ms at 2M lane intervals (``filter_lanes``), as much as the rest of
-the key. Big lanes are therefore cut on a thread: the key repaints the table and counts at
-once and the timeline follows when its lanes are ready. Cuts already made (the last two
-masks: backspace to a search typed a moment ago) and small lanes are given at once.
+the key. Big lanes are therefore cut on a thread, after the key's repaint (on two cores a
+cut beside the key's own work slows both): the table and counts come first, and the
+timeline follows when its lanes are ready. Cuts already made (the last two masks: backspace
+to a search typed a moment ago), small lanes and a mask that keeps nothing are given at once.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ class LaneCuts:
         made = self._made.get(id(keep))
         if made is not None and made[0] is keep:
             return made[1]
-        if self._big:
+        if self._big and keep.any():  # (nothing kept: the cut is one gather, and nothing is left to draw)
             return None
         return self._keep(keep, filter_lanes(self.lanes, keep))
 

@@ -75,3 +75,27 @@ async def test_a_cut_that_fails_raises_where_it_is_awaited(gpt_lanes, monkeypatc
     with pytest.raises(MemoryError, match="no room for the cut"):
         await cuts.cut(keep)
     assert cuts.ready(keep) is None  # nothing kept for it
+
+
+def test_a_mask_that_keeps_nothing_is_cut_at_once_even_on_big_lanes(gpt_lanes, monkeypatch):
+    n, lanes = gpt_lanes
+    monkeypatch.setattr(lane_cuts, "BACKGROUND_FROM", 0)
+    made = LaneCuts(lanes).ready(np.zeros(n, bool))
+    assert made is not None and sum(len(lane) for lane in made if lane.key.startswith("gpu")) == 0
+    assert LaneCuts(lanes).ready(np.ones(n, bool)) is None
+
+
+def test_a_cut_lane_takes_its_marks_group_codes_with_it(gpt_lanes):
+    """The codes the timeline underlines by are gathered with the cut (on its thread), not at the repaint."""
+    n, lanes = gpt_lanes
+    codes = np.random.default_rng(2).integers(0, 9, n)
+    keep = np.random.default_rng(3).random(n) < 0.4
+    gpu = next(lane for lane in lanes if lane.key.startswith("gpu"))
+    assert gpu.subset(keep)._index.get("codes") is None  # none asked on the whole lane: none carried
+    whole = gpu.codes_of(codes)
+    part = gpu.subset(keep)
+    carried = part._index["codes"]
+    assert carried[0] is codes and carried[1].tolist() == codes[part.ids].tolist() == whole[keep[gpu.ids]].tolist()
+    assert part.codes_of(codes) is carried[1]  # the repaint gathers nothing
+    other = codes + 1
+    assert part.codes_of(other).tolist() == other[part.ids].tolist()  # other codes: gathered afresh
