@@ -3,9 +3,11 @@
     python benchmarks/bench_explore.py [--kernels 1000000] [--repeat 20]
 
 Generates (once, into benchmarks/data/, which git ignores) the trace of bench_tui.py, loads
-it, builds the launch context, the search, the group index and the range index once (timed),
+it, builds the launch context, the search, the group index, its per-class sums and the range
+index once (timed),
 then times the per-keystroke queries: match() of three patterns, group_stats() per grouping
-with a filter mask, range_totals() of a 1% and a 50% window. Prints median and p90 ms.
+with a filter mask and the same table from per-class sums (stats_of_classes, what the browser
+uses where a grouping allows), range_totals() of a 1% and a 50% window. Prints median and p90 ms.
 """
 
 from __future__ import annotations
@@ -72,13 +74,18 @@ def main() -> None:
     group_index(trace, context)
     builds.append(("group_index (all groupings)", time.perf_counter() - t))
     t = time.perf_counter()
+    index = group_index(trace, context)
+    sums = {by: index.class_sums(by, search.combo_code) for by in available_groupings(trace, context)}
+    builds.append(("class_sums (all groupings)", time.perf_counter() - t))
+    t = time.perf_counter()
     range_index(trace)
     builds.append(("range_index", time.perf_counter() - t))
     print(f"\n{'build':<40} {'s':>8}")
     for name, seconds in builds:
         print(f"{name:<40} {seconds:8.3f}")
     print(f"{'total':<40} {sum(s for _, s in builds):8.3f}")
-    print(f"({len(context.stacks)} stacks, {len(search.combo_key)} distinct kernel/stack/source/module/step combinations)")
+    print(f"({len(context.stacks)} stacks, {len(search.combo_key)} distinct kernel/stack/source/module/step combinations;"
+          f" per-class sums for {', '.join(by for by, made in sums.items() if made is not None) or 'no grouping'})")
 
     queries = []
     for pattern in ("aten::mm", "vector", "/nvjet.*"):
@@ -88,6 +95,11 @@ def main() -> None:
     for by in available_groupings(trace, context):
         queries.append((f"group_stats({by!r}, filter 'vector')", lambda b=by: group_stats(trace, context, b, mask)))
     queries.append(("group_stats('kernel', all)", lambda: group_stats(trace, context, "kernel")))
+    hits = search.combination_hits("vector")  # what a search's table is summed from where a grouping allows
+    for by, made in sums.items():
+        if made is not None:
+            queries.append((f"stats_of_classes({by!r}, filter 'vector')",
+                            lambda b=by: index.stats_of_classes(b, search.combo_code, hits)))
     start, end = trace.window
     span = end - start
     mid = start + span // 2
