@@ -43,12 +43,13 @@ class LaneCuts:
             return None
         return self._keep(keep, filter_lanes(self.lanes, keep))
 
-    async def cut(self, keep: np.ndarray) -> list[Lane]:
-        """The lanes cut to ``keep`` on a thread (the event loop goes on meanwhile)."""
+    async def cut(self, keep: np.ndarray, codes: np.ndarray | None = None) -> list[Lane]:
+        """The lanes cut to ``keep`` on a thread (the event loop goes on meanwhile), with ``codes`` (the
+        underline's group codes, ``Lane.codes_of``) gathered for them there too, not at the repaint."""
         made = self.ready(keep)
         if made is not None:
             return made
-        (future,) = in_background([filter_lanes], self.lanes, keep, name="kerneltui-lane-cut")
+        (future,) = in_background([_cut], self.lanes, keep, codes, name="kerneltui-lane-cut")
         return self._keep(keep, await asyncio.wrap_future(future))
 
     def _keep(self, keep: np.ndarray, lanes: list[Lane]) -> list[Lane]:
@@ -56,3 +57,11 @@ class LaneCuts:
         while len(self._made) > KEPT:
             self._made.pop(next(iter(self._made)))
         return lanes
+
+
+def _cut(lanes: Sequence[Lane], keep: np.ndarray, codes: np.ndarray | None) -> list[Lane]:
+    made = filter_lanes(lanes, keep)
+    if codes is not None:
+        for lane in made:
+            lane.codes_of(codes)  # kept by the lane: carried from the whole lane by the cut when it had them
+    return made

@@ -467,7 +467,10 @@ async def test_a_search_over_big_lanes_shows_its_table_first_and_its_timeline_wh
     async with opened(gpt(), size=(120, 40)) as (app, pilot):
         screen, table, _, timeline = parts(app)
         await pilot.press("slash", *"aten::mm")
-        await pilot.pause()
+        for _ in range(20):  # the cut starts after a repaint
+            if cut_for:
+                break
+            await pilot.pause(0.01)
         assert sum(int(r[1]) for r in rows(table)) == 120  # the search's table at once...
         assert counts_text(screen).split(" · ")[1] == "120/945 launches"
         assert gpu_launches_drawn(timeline) == 945  # ...while the timeline still shows every launch
@@ -485,6 +488,31 @@ async def test_a_search_over_big_lanes_shows_its_table_first_and_its_timeline_wh
         assert len(cut_for) == 3 and cut_for[-1] is screen.keep
         await pilot.press("m")  # aten::mm again: the cut kept for it, shown with the table
         assert len(cut_for) == 3 and gpu_launches_drawn(timeline) == 120
+
+
+async def test_the_timeline_selects_no_launch_the_search_dropped_while_its_lanes_are_cut(monkeypatch):
+    """Until the cut lands the timeline shows the lanes before the search: walking them selects nothing
+    the search dropped; the selection stays, and the table and details with it."""
+    from kerneltui.tui import lane_cuts
+
+    monkeypatch.setattr(lane_cuts, "BACKGROUND_FROM", 0)
+    gate = threading.Event()
+    real = lane_cuts.filter_lanes
+    monkeypatch.setattr(lane_cuts, "filter_lanes", lambda lanes, keep: (gate.wait(10), real(lanes, keep))[1])
+    async with opened(gpt(), size=(120, 40)) as (app, pilot):
+        screen, _, _, timeline = parts(app)
+        await pilot.press("slash", *"aten::mm", "enter", "enter")  # the search, then its first launch on the timeline
+        kept = screen.selected
+        assert app.focused is timeline and screen.keep[kept] and gpu_launches_drawn(timeline) == 945
+        for _ in range(4):
+            await pilot.press("right")  # the next intervals of the uncut lane: the search drops them
+            assert screen.selected == kept and timeline.selected == kept
+        gate.set()
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert gpu_launches_drawn(timeline) == 120
+        await pilot.press("right")  # the cut lanes: the next launch the search keeps
+        assert screen.selected != kept and screen.keep[screen.selected]
 
 
 async def test_a_search_leaves_the_selections_underlined_launches_and_a_grouping_remarks_them(monkeypatch):

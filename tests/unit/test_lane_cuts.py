@@ -60,6 +60,11 @@ async def test_big_lanes_are_cut_on_a_thread_and_the_last_two_masks_kept(gpt_lan
     assert cuts.ready(first) is None  # three masks: the oldest cut is let go
     assert cuts.ready(third.copy()) is None  # by the very mask: the query's cache hands the same one back
     assert len(threads) == 3
+    codes = rng.integers(0, 5, n)  # the underline's group codes: gathered on the thread with the cut
+    made = await cuts.cut(rng.random(n) < 0.5, codes)
+    assert all(lane._index["codes"][0] is codes for lane in made if lane.key.startswith("gpu"))
+    assert [lane.codes_of(codes).tolist() for lane in made if lane.key.startswith("gpu")] == [
+        codes[lane.ids].tolist() for lane in made if lane.key.startswith("gpu")]
 
 
 async def test_a_cut_that_fails_raises_where_it_is_awaited(gpt_lanes, monkeypatch):

@@ -253,11 +253,11 @@ class BrowserScreen(BrowserKeys):
         try:
             while self._lanes_wanted is not self._lanes_keep:
                 keep = self._lanes_wanted
-                lanes = await self._lane_cuts.cut(keep)
+                lanes = await self._lane_cuts.cut(keep, self._group_codes())
                 if keep is self._lanes_wanted:
                     self._show_lanes(keep, lanes)
-                    if self.selected is not None:  # it may be in the new lanes only
-                        self.query_one(Timeline).select(self.selected)
+                    if self.selected is not None and self.selected >= 0:  # it may be in the new lanes only
+                        self.query_one(Timeline).select(self.selected)  # (an icicle op's lane is not cut)
         finally:
             self._cutting = False
 
@@ -417,8 +417,14 @@ class BrowserScreen(BrowserKeys):
 
     @on(Timeline.Selected)
     def _on_timeline_selected(self, event: Timeline.Selected) -> None:
-        if not isinstance(event, Timeline.Activated):
-            self.select_launch(event.id, source=self.query_one(Timeline))
+        if isinstance(event, Timeline.Activated):
+            return
+        if event.id is not None and event.id >= 0 and self.keep is not None and not self.keep[event.id]:
+            # a launch of lanes still being cut to the search (LaneCuts): the search drops it, so the
+            # selection stays where it was
+            self.query_one(Timeline).select(self.selected, reveal=False)
+            return
+        self.select_launch(event.id, source=self.query_one(Timeline))
 
     def on_timeline_whole_asked(self, event: Timeline.WholeAsked) -> None:
         """`w` with the timeline focused is the browser's `w`: the tables' scope goes back to the whole trace too."""
