@@ -28,7 +28,7 @@ class LaneCuts:
 
     def __init__(self, lanes: Sequence[Lane]) -> None:
         self.lanes = list(lanes)
-        self._made: dict[int, tuple[np.ndarray | None, list[Lane]]] = {}
+        self._made: dict[int, tuple[np.ndarray, list[Lane]]] = {}
         self._big = sum(len(lane) for lane in self.lanes) >= BACKGROUND_FROM
 
     def ready(self, keep: np.ndarray | None) -> list[Lane] | None:
@@ -63,5 +63,5 @@ def _cut(lanes: Sequence[Lane], keep: np.ndarray, codes: np.ndarray | None) -> l
     made = filter_lanes(lanes, keep)
     if codes is not None:
         for lane in made:
-            lane.codes_of(codes)  # kept by the lane: carried from the whole lane by the cut when it had them
+            lane.codes_of(codes)  # kept by the lane for the repaint
     return made

@@ -244,11 +244,7 @@ class Lane:
         put(lane, "_sorted_ends", lane.ends if ends_sorted else _frozen(np.sort(lane.ends)))
         ids_sorted = self._index["sorted"]
         put(lane, "min_id", int(lane.ids[0] if ids_sorted else lane.ids.min()) if len(at) else 0)
-        index = {"sorted": ids_sorted}
-        codes = self._index.get("codes")
-        if codes is not None:  # the marks' group codes, taken here (a cut on a thread) not at the repaint
-            index["codes"] = (codes[0], _frozen(codes[1].take(at)))
-        put(lane, "_index", index)
+        put(lane, "_index", {"sorted": ids_sorted})
         return lane
 
 
