@@ -149,7 +149,7 @@ def _answer(kernels: Kernels, browse: Browse, query: Query, caches: Caches) -> A
     if kept not in caches.keep:
         # per class of launches alike in all the search looks at (LaunchSearch.combo_code): its hits
         hits = browse.search.combination_hits(query.pattern) if query.pattern else None
-        search = hits[browse.search.combo_code] if hits is not None else None
+        search = browse.search.launches_of(hits) if hits is not None else None
         kind_ok = kernels.kind_allowed(query.shown)
         kinds = None if kind_ok[[Kind.MEMCPY, Kind.MEMSET]].all() else kind_ok[kernels.launch_kind]
         module = under(trace, query.module) if query.module else None

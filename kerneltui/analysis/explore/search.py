@@ -58,7 +58,11 @@ class LaunchSearch:
         """Per launch: does any field match? None for an empty pattern. Raises UserError on a bad regex."""
         if not pattern:
             return None
-        return self.combination_hits(pattern)[self.combo_code]
+        return self.launches_of(self.combination_hits(pattern))
+
+    def launches_of(self, hits: np.ndarray) -> np.ndarray:
+        """Per launch: its combination's entry in ``hits`` (per combination, as combination_hits)."""
+        return hits[self.combo_code]
 
     def combination_hits(self, pattern: str) -> np.ndarray:
         """Per combination (combo_*): does any of its fields match?"""
