@@ -221,7 +221,18 @@ class LaneView:
         return np.diff(np.searchsorted(positions, at, side="left"))
 
 
-def lane_row(grid: Grid, lane: Lane, view: LaneView) -> list[Run]:
+@dataclass(frozen=True)
+class LaneBase:
+    """What a lane's row shows whatever is selected, marked or ranged: its shades, the colour of cells
+    of one event, step marks in empty cells and the names inside bars (the timeline keeps it per lane
+    while the window is the same: a move of the selection then redraws none of it)."""
+
+    chars: tuple[str, ...]
+    colour: tuple[str, ...]
+    extra: tuple[tuple[str, ...], ...]
+
+
+def lane_base(grid: Grid, lane: Lane, view: LaneView) -> LaneBase:
     plot = grid.plot
     cells = lane.cells(grid.edges)
     level = np.ceil(cells.fraction * (len(SHADES) - 1)).astype(np.int64)
@@ -238,15 +249,30 @@ def lane_row(grid: Grid, lane: Lane, view: LaneView) -> list[Run]:
         for c in view.step_columns(grid):
             if cells.count[c] == 0:
                 chars[c] = "┊"
+    _labels(grid, lane, lane.window_slice(grid.w0, grid.w1), chars, extra, view.full_names)
+    return LaneBase(tuple(chars), tuple(colour), tuple(extra))
+
+
+def marked_cells(grid: Grid, lane: Lane, view: LaneView) -> np.ndarray:
+    """The cells that show a marked interval (``view.marked``): underlined in the row."""
     sl = lane.window_slice(grid.w0, grid.w1)
-    _labels(grid, lane, sl, chars, extra, view.full_names)
-    if view.marked is not None and sl.stop > sl.start:
-        if sl.stop - sl.start <= EXACT_MARKS_UP_TO:
-            cells_marked = _covered(grid, lane, sl, lane.mask_of(view.marked, sl))
-        else:  # zoomed out on a big lane: cells where a marked interval starts, O(cells log n)
-            cells_marked = view.marked_starting_in(lane, grid.edges) > 0
-        for c in np.flatnonzero(cells_marked):
-            extra[c] = extra[c] + ("timeline--marked",)
+    if view.marked is None or sl.stop <= sl.start:
+        return np.empty(0, np.int64)
+    if sl.stop - sl.start <= EXACT_MARKS_UP_TO:
+        return np.flatnonzero(_covered(grid, lane, sl, lane.mask_of(view.marked, sl)))
+    # zoomed out on a big lane: cells where a marked interval starts, O(cells log n)
+    return np.flatnonzero(view.marked_starting_in(lane, grid.edges) > 0)
+
+
+def lane_row(grid: Grid, lane: Lane, view: LaneView, base: LaneBase | None = None,
+             marked: np.ndarray | None = None) -> list[Run]:
+    """The lane's row; ``base`` and ``marked`` (its cells with marked intervals), where the caller kept
+    them, are not computed again."""
+    plot = grid.plot
+    base = base if base is not None else lane_base(grid, lane, view)
+    chars, colour, extra = list(base.chars), list(base.colour), list(base.extra)
+    for c in (marked if marked is not None else marked_cells(grid, lane, view)).tolist():
+        extra[c] = extra[c] + ("timeline--marked",)
     if view.range_ is not None and view.range_[1] > grid.w0 and view.range_[0] < grid.w1:
         r0, r1 = grid.columns(*view.range_)
         for c in range(r0, r1 + 1):

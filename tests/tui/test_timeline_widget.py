@@ -198,6 +198,45 @@ async def test_rows_kept_between_moves_draw_what_a_fresh_draw_does():
             await pilot.press(key)
             await pilot.pause()
             kept = screen_text(timeline)
-            assert timeline._rows  # rows were kept...
-            timeline._rows, timeline._cache_key = {}, None
+            assert timeline._rows and timeline._bases and timeline._marks  # rows and their parts were kept...
+            timeline._rows, timeline._bases, timeline._marks, timeline._cache_key = {}, {}, {}, None
             assert screen_text(timeline) == kept  # ...and are what a fresh draw gives
+
+
+async def test_a_move_redraws_no_stream_base_and_a_kernel_seen_before_no_marks(monkeypatch):
+    """A move of the selection keeps every GPU stream's base (shades, names: the window is the same), also
+    when the icicle follows the selection to another thread; a new kernel computes each drawn stream's
+    marked cells once, and going back to a kernel seen before none."""
+    from kerneltui.tui.screens.browser import BrowserScreen
+    from kerneltui.tui.widgets import timeline as widget
+    from tests.tui.helpers import opened
+
+    calls: dict[str, list[str]] = {"base": [], "marks": []}
+
+    def counted(name, real):
+        def count(grid, lane, view):
+            if lane.key.startswith("gpu"):
+                calls[name].append(lane.key)
+            return real(grid, lane, view)
+        return count
+
+    monkeypatch.setattr(widget, "lane_base", counted("base", widget.lane_base))
+    monkeypatch.setattr(widget, "marked_cells", counted("marks", widget.marked_cells))
+    async with opened(shared_trace("gpt_train_eager"), size=(160, 45)) as (app, pilot):
+        screen = app.screen
+        assert isinstance(screen, BrowserScreen)
+        timeline = screen.query_one(Timeline)
+        screen.set_focus(screen.query_one("#kernels"))
+        await pilot.pause()
+        streams = ["gpu:0:7"]
+        assert [lane.key for lane in timeline.lanes if lane.key.startswith("gpu")] == streams
+        threads = set()
+        for key, marks in (("down", streams), ("down", streams), ("down", streams), ("up", []), ("up", []),
+                           ("down", [])):
+            calls.update(base=[], marks=[])
+            await pilot.press(key)
+            await pilot.pause()
+            screen_text(timeline)
+            threads.add(screen._icicle_thread)
+            assert calls == {"base": [], "marks": marks}, key
+        assert len(threads) == 2  # the icicle went from one thread to the other and back

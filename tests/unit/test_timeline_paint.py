@@ -15,7 +15,9 @@ from kerneltui.tui.timeline_paint import (
     LaneView,
     axis_row,
     hidden_hint,
+    lane_base,
     lane_row,
+    marked_cells,
     short_step_label,
     step_row,
     ticks,
@@ -208,3 +210,25 @@ def test_marks_drawn_from_a_group_equal_marks_drawn_from_its_mask(cpu):
         assert by_group == by_mask
         marked = sum("timeline--marked" in classes for chunk, classes in by_group for _ in chunk)
         assert (marked > 30) == (code != 99)
+
+
+def test_a_row_from_its_kept_base_and_marks_equals_the_row_drawn_whole():
+    """The timeline keeps a lane's base (shades, kinds, step marks, names) and its marked cells apart from
+    the selection and range drawn over them: the row from those parts is the row drawn at once."""
+    rng = np.random.default_rng(5)
+    n = 400
+    starts = np.sort(rng.integers(0, 1_000_000, n))
+    big = lane("gpu:0:7", list(zip(starts.tolist(), (starts + rng.integers(1, 40_000, n)).tolist())),
+               kinds=rng.choice([Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET], n), labels=("aten::mm", "aten::add"),
+               names=rng.integers(0, 2, n))
+    codes = rng.integers(0, 9, n).astype(np.int64)
+    for window, plot in (((0, 1_040_000), 120), ((200_000, 260_000), 60)):
+        grid = Grid.of(window, plot)
+        base_view = LaneView(step_starts=np.array([0, 300_000, 700_000]))
+        base = lane_base(grid, big, base_view)
+        for code, selected, range_ in ((3, 17, None), (5, 250, (210_000, 230_000)), (8, None, (0, 900_000))):
+            view = LaneView(selected=selected, marked=codes == code, marked_group=(codes, code),
+                            step_starts=base_view.step_starts, range_=range_, flow_from=1_000)
+            whole = lane_row(grid, big, view)
+            assert lane_row(grid, big, view, base, marked_cells(grid, big, view)) == whole
+            assert any("timeline--marked" in classes for _, classes in whole)

@@ -82,13 +82,17 @@ from kerneltui.tui.timeline_paint import (
     LaneView,
     axis_row,
     hidden_hint,
+    lane_base,
     lane_row,
+    marked_cells,
     step_row,
     with_hint,
 )
 from kerneltui.tui.widgets.component_styles import ComponentStyles
 from kerneltui.tui.window import around, clamp, panned, revealed, step_at, zoomed
 from kerneltui.units import ellipsize, fmt_ns
+
+MARKS_KEPT = 4096  # lanes' marked cells kept for one group's codes (a window and kernel each), then dropped
 
 
 class Timeline(ComponentStyles, Widget, can_focus=True):
@@ -188,6 +192,11 @@ class Timeline(ComponentStyles, Widget, can_focus=True):
         super().__init__(name=name, id=id, classes=classes)
         self.lanes: list[Lane] = []
         self._rows: dict[int, tuple] = {}  # id(lane) -> (what its row was drawn for, the row): see _lane_row
+        self._bases: dict[int, tuple] = {}  # id(lane) -> (the window it was drawn for, its LaneBase)
+        # (id(lane), the window, the marked group's code) -> the lane's cells with marked intervals, for the
+        # marks of _marks_for (a group's codes: a launch list's moves come back to the same few kernels)
+        self._marks: dict[tuple, np.ndarray] = {}
+        self._marks_for: object = None
         self._steps_row: tuple | None = None  # (the window it was drawn for, the steps row)
         self.min_lanes = 0  # rows held for lanes even when fewer are set (see wanted_height)
         self.bounds = (0, 1)
@@ -222,8 +231,13 @@ class Timeline(ComponentStyles, Widget, can_focus=True):
         ``bounds`` (the zoom-out limit) defaults to the bounds given before, else the lanes' extent.
         """
         wanted = self.wanted_height()
+        # keyed by id(lane): only while the lanes drawn are held. Those in both lists (the GPU streams,
+        # when the icicle follows the selection to another thread) are the same objects: theirs stand
+        same = {id(lane) for lane in lanes} & {id(lane) for lane in self.lanes}
         self.lanes = list(lanes)
-        self._rows = {}  # keyed by id(lane): only while the lanes it was drawn for are held
+        self._rows = {k: v for k, v in self._rows.items() if k in same}
+        self._bases = {k: v for k, v in self._bases.items() if k in same}
+        self._marks = {k: v for k, v in self._marks.items() if k[0] in same}
         self.waiting = ""
         self._marked_counts = {}
         if bounds is None and self._fixed_bounds:
@@ -283,6 +297,9 @@ class Timeline(ComponentStyles, Widget, can_focus=True):
         self._marked = mask
         self._marked_group = group
         self._rows = {}  # keyed by id(mask): only while the mask it was drawn for is held
+        marks_for = group[0] if group is not None else mask
+        if marks_for is not self._marks_for or len(self._marks) > MARKS_KEPT:
+            self._marks, self._marks_for = {}, marks_for
         self._marked_counts = {}
         self._invalidate()
 
@@ -293,7 +310,7 @@ class Timeline(ComponentStyles, Widget, can_focus=True):
         labels = tuple(printable(str(x)) for x in labels)
         self._steps = (np.asarray(starts, np.int64), np.asarray(ends, np.int64), labels)
         self._step_of_id = step_of_id
-        self._rows = {}
+        self._rows, self._bases = {}, {}
         self._steps_row = None
         self._invalidate()
         self.refresh(layout=True)
@@ -635,14 +652,23 @@ class Timeline(ComponentStyles, Widget, can_focus=True):
 
     def _lane_row(self, grid: Grid, lane: Lane, view: LaneView) -> list:
         """lane_row, reused while nothing it draws changed: a move of the selection redraws the lanes
-        that held it or hold it now, not every lane (the rest cost ~1.5 ms each on a 1M-event lane)."""
+        that held it or hold it now, not every lane (the rest cost ~1.5 ms each on a 1M-event lane);
+        and those from their kept base and marks (a new kernel's marks: the marks alone)."""
         holds = view.selected is not None and lane.position_of(view.selected) >= 0
         key = (grid.w0, grid.w1, grid.plot, len(lane), id(view.marked), id(view.step_starts), view.full_names,
                view.range_, view.selected if holds else None, view.flow_from if holds else None)
         kept = self._rows.get(id(lane))
         if kept is not None and kept[0] == key:
             return kept[1]
-        body = lane_row(grid, lane, view)
+        window = (grid.w0, grid.w1, grid.plot, len(lane))
+        base = self._bases.get(id(lane))
+        if base is None or base[0] != (window, view.full_names):  # the steps: set_steps forgets the bases
+            base = self._bases[id(lane)] = ((window, view.full_names), lane_base(grid, lane, view))
+        code = view.marked_group[1] if view.marked_group is not None else None
+        marks = self._marks.get((id(lane), window, code))
+        if marks is None:
+            marks = self._marks[(id(lane), window, code)] = marked_cells(grid, lane, view)
+        body = lane_row(grid, lane, view, base[1], marks)
         self._rows[id(lane)] = (key, body)
         return body
 
@@ -650,4 +676,4 @@ class Timeline(ComponentStyles, Widget, can_focus=True):
         text = ellipsize(printable(label), self.label_width).ljust(self.label_width) + "│"
         segments = [Segment(text, self._style(margin))]
         segments += [Segment(printable(chunk), self._style(classes)) for chunk, classes in body]
-        return Strip(segments).adjust_cell_length(self.size.width, self.rich_style)
+        return Strip(segments).adjust_cell_length(self.size.width, self._style(()))  # rich_style, kept
