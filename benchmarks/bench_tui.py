@@ -115,10 +115,11 @@ class Painted:
         self.landed = self.answered = 0.0
         original = app._display
 
-        def display(*args, **kwargs):
-            result = original(*args, **kwargs)
-            self.at = time.perf_counter()
-            self.times.append(self.at)
+        def display(screen, update, *args, **kwargs):
+            result = original(screen, update, *args, **kwargs)
+            if update is not None:  # None: nothing to draw, and Textual writes nothing
+                self.at = time.perf_counter()
+                self.times.append(self.at)
             return result
 
         app._display = display
