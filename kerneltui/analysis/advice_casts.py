@@ -18,6 +18,7 @@ from kerneltui.analysis.overview import Overview, comm_kernels
 from kerneltui.analysis.traffic import ITEMSIZE
 from kerneltui.trace.model import Trace, parse_shapes
 from kerneltui.trace.schema import Kind
+from kerneltui.trace.shape_texts import text_classes
 from kerneltui.trace.text_columns import text_in, text_values
 from kerneltui.units import fmt_ns, fmt_share
 
@@ -56,14 +57,13 @@ def unfused_casts(trace: Trace, o: Overview) -> Finding | None:
     candidates = np.flatnonzero(counted & is_cast_op & (op_rows >= 0))
     if not total or not len(candidates):
         return None
-    ev, blob, cache = trace.events, trace.shapes_blob, {}
-    at, length = ev["shapes_at"].to_numpy(), ev["shapes_len"].to_numpy()
-    direction = np.full(len(candidates), "", dtype=object)
-    for i, row in enumerate(op_rows[candidates].tolist()):
-        text = bytes(blob[at[row]: at[row] + length[row]]) if at[row] >= 0 else b""
-        if text not in cache:
-            cache[text] = _direction(text)
-        direction[i] = cache[text]
+    # each distinct record judged once (a training trace repeats a few hundred in every step)
+    ev, blob, rows = trace.events, trace.shapes_blob, op_rows[candidates]
+    at, length = ev["shapes_at"].to_numpy()[rows], ev["shapes_len"].to_numpy()[rows]
+    texts, firsts = text_classes(blob, at, length)
+    judged = [_direction(bytes(blob[a : a + n]) if a >= 0 else b"") for a, n in zip(at[firsts].tolist(),
+                                                                                    length[firsts].tolist())]
+    direction = np.array(judged, dtype=object)[texts]
     casts, direction = candidates[direction != ""], direction[direction != ""]
     if not len(casts):
         return None

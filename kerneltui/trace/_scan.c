@@ -1319,7 +1319,67 @@ static PyObject *array_end(PyObject *self, PyObject *args) {
     return Py_BuildValue("(nn)", found, after);
 }
 
+/* text_classes(blob, at, length): each text blob[at[i]:at[i] + length[i]] (b"" where at[i] < 0) numbered
+   by first appearance, equal texts alike (the ops' record_shapes, grouped without a bytes object each), as
+   (the numbers: int64 bytes, the first text of each: int64 bytes). at and length: int64 buffers. */
+static PyObject *text_classes(PyObject *self, PyObject *args) {
+    Py_buffer blob, at_view, len_view;
+    if (!PyArg_ParseTuple(args, "y*y*y*", &blob, &at_view, &len_view)) return NULL;
+    PyObject *classes = NULL, *firsts = NULL, *result = NULL;
+    Py_ssize_t n = at_view.len / (Py_ssize_t)sizeof(int64_t);
+    if (len_view.len != at_view.len) {
+        PyErr_SetString(PyExc_ValueError, "at and length differ in size");
+        goto done;
+    }
+    classes = PyByteArray_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(int64_t));
+    firsts = classes ? PyByteArray_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(int64_t)) : NULL;
+    if (!firsts) goto done;
+    const int64_t *at = at_view.buf, *length = len_view.buf;
+    int64_t *out = (int64_t *)PyByteArray_AS_STRING(classes), *first = (int64_t *)PyByteArray_AS_STRING(firsts);
+    Py_ssize_t distinct = 0, bad = -1;
+    Table t;
+    out_of_memory = 0;
+    if (table_init(&t)) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t a = at[i], size = a < 0 ? 0 : length[i];
+        if (a < 0) a = 0;
+        if (size < 0 || a > blob.len || size > blob.len - a) {
+            bad = i;
+            break;
+        }
+        int added;
+        int64_t id = table_id(&t, (const u8 *)blob.buf + a, (size_t)size, &added);
+        if (id < 0) {
+            out_of_memory = 1; /* its keys could not grow (a text over 4 GB is no record either) */
+            break;
+        }
+        if (added) first[distinct++] = i;
+        out[i] = id;
+    }
+    Py_END_ALLOW_THREADS
+    table_free(&t);
+    if (bad >= 0)
+        PyErr_Format(PyExc_ValueError, "text %zd lies outside the blob", bad);
+    else if (out_of_memory)
+        PyErr_NoMemory();
+    else if (!PyByteArray_Resize(firsts, distinct * (Py_ssize_t)sizeof(int64_t)))
+        result = Py_BuildValue("(OO)", classes, firsts);
+done:
+    Py_XDECREF(classes);
+    Py_XDECREF(firsts);
+    PyBuffer_Release(&blob);
+    PyBuffer_Release(&at_view);
+    PyBuffer_Release(&len_view);
+    return result;
+}
+
 static PyMethodDef METHODS[] = {
+    {"text_classes", text_classes, METH_VARARGS,
+     "text_classes(blob, at, length) -> (classes, firsts): int64 bytes, equal texts numbered alike"},
     {"array_end", array_end, METH_VARARGS, "array_end(text, start, max_indent) -> (start, end) or None"},
     {"scan", scan, METH_VARARGS,
      "scan(array_json, classify) -> (columns, names, hashes, lanes, aside, blob, flows, bad_ts, bad_dur, memory) "

@@ -5,7 +5,8 @@ freed memory can return the right answer by luck (a use-after-free in table grow
 a sanitized fuzz found it). Here a sanitized copy, built into a temporary folder, reads every
 repository trace, tables grown to thousands of keys, chunks over 2 MiB, and byte mutants of
 real events cut at every length (the scanner reads ahead a few bytes in places: an input that
-ends mid-token is the case to check). Any report fails the test. Skipped without gcc.
+ends mid-token is the case to check), and text_classes groups texts up to the blob's last byte. Any
+report fails the test. Skipped without gcc.
 """
 
 from __future__ import annotations
@@ -58,6 +59,20 @@ for e in events[:600]:
         at = rng.randrange(len(text))
         run(text[:at] + rng.choice(inserts) + text[at + rng.choice((0, 1)):])
     count += 1
+# text_classes: texts ending at the blob's last byte, empty ones, at < 0, a table grown past 4096 keys,
+# and texts outside the blob (an error, read nowhere)
+import array
+blob = bytes(rng.randrange(256) for _ in range(20000))
+spans = [(0, len(blob)), (len(blob) - 1, 1), (len(blob), 0), (-1, 7), (5, 0)]
+spans += [(rng.randrange(len(blob) - 40), rng.randrange(1, 40)) for _ in range(6000)] * 2
+at, length = (array.array("q", [s[i] for s in spans]).tobytes() for i in (0, 1))
+scan.text_classes(blob, at, length)
+for bad in ((len(blob), 1), (len(blob) - 3, 4), (0, -1)):
+    try:
+        scan.text_classes(blob, array.array("q", [bad[0]]).tobytes(), array.array("q", [bad[1]]).tobytes())
+        raise SystemExit("no error for a text outside the blob")
+    except ValueError:
+        count += 1
 print("ran", count)
 '''
 

@@ -16,6 +16,7 @@ from kerneltui.analysis.traffic.records import ITEMSIZE, short_op
 from kerneltui.trace.devices import DeviceSpec, device_spec
 from kerneltui.trace.model import parse_shapes
 from kerneltui.trace.schema import Kind
+from kerneltui.trace.shape_texts import text_classes
 from kerneltui.trace.text_columns import text_values
 
 if TYPE_CHECKING:
@@ -115,23 +116,20 @@ def _parse_ops(trace: Trace, op_rows: np.ndarray) -> pd.DataFrame:
     at = ev["shapes_at"].to_numpy()[judged]
     length = ev["shapes_len"].to_numpy()[judged]
     blob = trace.shapes_blob
-    # each distinct (name, inductor, record) parsed once; the loop runs over lists of Python ints (numpy
-    # scalars cost more to make, slice with and hash), and rows take their record by number, so the frame
-    # is made from the distinct records alone (300k ops at 1 GB, a few thousand records)
-    seen: dict[tuple, int] = {}
-    records: list[tuple] = []
-    which = []
-    for code, ind, a, n in zip(judged_codes.tolist(), inductor.tolist(), at.tolist(), length.tolist()):
-        key = (code, ind, bytes(blob[a : a + n]) if a >= 0 else b"")
-        number = seen.get(key)
-        if number is None:
-            t = op_traffic(trace.name(code), parse_shapes(key[2]), ind)
-            # tuples, not dataclasses: pandas would call asdict() per row
-            number = seen[key] = len(records)
-            records.append((t.bytes, t.flops, t.largest, t.basis, t.dtype))
-        which.append(number)
+    # each distinct (name, inductor, record) parsed once: rows grouped by their record's text without a
+    # bytes object each (text_classes), then by name and inductor, and the frame is made from the distinct
+    # records alone (130k ops at 1 GB, a few hundred records)
+    texts, _ = text_classes(blob, at, length)
+    key = (texts * 2 + inductor) * (len(trace.names) + 1) + (judged_codes.astype(np.int64) + 1)
+    _, first, which = np.unique(key, return_index=True, return_inverse=True)
+    records = []
+    for i in first.tolist():
+        a, n = int(at[i]), int(length[i])
+        t = op_traffic(trace.name(int(judged_codes[i])), parse_shapes(bytes(blob[a : a + n]) if a >= 0 else b""),
+                       bool(inductor[i]))
+        records.append((t.bytes, t.flops, t.largest, t.basis, t.dtype))  # tuples: pandas would asdict() a dataclass
     table = pd.DataFrame(records, columns=["bytes", "flops", "largest", "basis", "dtype"])
-    return table.take(np.asarray(which, np.int64)).set_axis(op_rows)
+    return table.take(which.reshape(-1)).set_axis(op_rows)
 
 
 # Fused optimizers: bytes per byte of parameters (params, grads and states read, params and states
@@ -204,19 +202,15 @@ def _parameter_bytes(trace: Trace) -> dict[int, tuple[int, str]]:
         return {}
     rows = np.flatnonzero(np.isin(ev["name"].to_numpy(), codes) & (ev["kind"].to_numpy() == Kind.CPU_OP))
     step = trace.iterations.assign(ev["ts"].to_numpy()[rows])
+    # each distinct record sized once (every step repeats the same records); shapes() keeps one dict a
+    # distinct text
+    texts, firsts = text_classes(trace.shapes_blob, ev["shapes_at"].to_numpy()[rows], ev["shapes_len"].to_numpy()[rows])
+    sized = [None if (shapes := trace.shapes(int(rows[i]))) is None else _gradient_bytes(shapes) for i in firsts]
     out: dict[int, list] = {}
-    # per record: shapes() gives each distinct one as one dict, which the trace keeps (so its id stays its
-    # own), and every step repeats the same records
-    sized: dict[int, tuple[int, str] | None] = {}
-    for row, k in zip(rows.tolist(), step.tolist()):
-        shapes = trace.shapes(row)
-        if k < 0 or shapes is None:
+    for k, text in zip(step.tolist(), texts.tolist()):
+        if k < 0 or sized[text] is None:
             continue
-        if id(shapes) not in sized:
-            sized[id(shapes)] = _gradient_bytes(shapes)
-        if sized[id(shapes)] is None:
-            continue
-        nbytes, tag = sized[id(shapes)]
+        nbytes, tag = sized[text]
         entry = out.setdefault(k, [0, tag])
         entry[0] += nbytes
         if entry[1] != tag:
