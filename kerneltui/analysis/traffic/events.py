@@ -102,8 +102,9 @@ def _callers(trace: Trace, op_rows: np.ndarray, names: np.ndarray) -> np.ndarray
     return out
 
 
-def _parse_ops(trace: Trace, op_rows: np.ndarray) -> pd.DataFrame:
-    """OpTraffic per op row, each distinct (name, shapes text) parsed once."""
+def _parse_ops(trace: Trace, op_rows: np.ndarray) -> dict[str, np.ndarray]:
+    """OpTraffic per op row, as arrays ("bytes", "flops", "largest": float; "basis", "dtype": object), each
+    distinct (name, shapes text) parsed once."""
     ev = trace.events
     codes = ev["name"].to_numpy()[op_rows]
     names = trace.names_of(codes)
@@ -117,19 +118,21 @@ def _parse_ops(trace: Trace, op_rows: np.ndarray) -> pd.DataFrame:
     length = ev["shapes_len"].to_numpy()[judged]
     blob = trace.shapes_blob
     # each distinct (name, inductor, record) parsed once: rows grouped by their record's text without a
-    # bytes object each (text_classes), then by name and inductor, and the frame is made from the distinct
-    # records alone (130k ops at 1 GB, a few hundred records)
+    # bytes object each (text_classes), then by name and inductor (130k ops at 1 GB, a few hundred records)
     texts, _ = text_classes(blob, at, length)
     key = (texts * 2 + inductor) * (len(trace.names) + 1) + (judged_codes.astype(np.int64) + 1)
     _, first, which = np.unique(key, return_index=True, return_inverse=True)
     records = []
     for i in first.tolist():
         a, n = int(at[i]), int(length[i])
-        t = op_traffic(trace.name(int(judged_codes[i])), parse_shapes(bytes(blob[a : a + n]) if a >= 0 else b""),
-                       bool(inductor[i]))
-        records.append((t.bytes, t.flops, t.largest, t.basis, t.dtype))  # tuples: pandas would asdict() a dataclass
-    table = pd.DataFrame(records, columns=["bytes", "flops", "largest", "basis", "dtype"])
-    return table.take(which.reshape(-1)).set_axis(op_rows)
+        records.append(op_traffic(trace.name(int(judged_codes[i])),
+                                  parse_shapes(bytes(blob[a : a + n]) if a >= 0 else b""), bool(inductor[i])))
+    which = which.reshape(-1)
+    return {"bytes": np.array([t.bytes for t in records], np.float64)[which],
+            "flops": np.array([t.flops for t in records], np.float64)[which],
+            "largest": np.array([t.largest for t in records], np.float64)[which],
+            "basis": np.array([t.basis for t in records], object)[which],
+            "dtype": np.array([t.dtype for t in records], object)[which]}
 
 
 # Fused optimizers: bytes per byte of parameters (params, grads and states read, params and states
@@ -141,27 +144,27 @@ MOMENTUM_AT = 4  # _fused_sgd_(params, grads, momentum_buffer_list, weight_decay
 ACCUMULATE_GRAD = "torch::autograd::AccumulateGrad"
 
 
-def _fused_optimizers(trace: Trace, ops: pd.DataFrame) -> pd.DataFrame:
+def _fused_optimizers(trace: Trace, op_rows: np.ndarray, ops: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """Bytes of fused optimizer steps (``_fused_adamw_``...), whose tensor lists the record drops.
 
     Kineto records a TensorList of more than 30 tensors as empty (torch 2.13), and never its dtype.
     The lists are the parameters that received a gradient in the step, each once: the step's
     ``AccumulateGrad`` ops record each gradient's shape and dtype. Known only for a step that runs
-    one fused optimizer call (more would be param groups of unknown sizes)."""
+    one fused optimizer call (more would be param groups of unknown sizes). ``ops``: _parse_ops' arrays
+    for ``op_rows``, returned as they are or as copies with the known steps' entries replaced."""
     ev = trace.events
-    codes = ev["name"].to_numpy()[ops.index.to_numpy()]
+    codes = ev["name"].to_numpy()[op_rows]
     fused = trace.by_name(codes, lambda n: short_op(n) in FUSED_OPTIMIZERS, bool)  # once a distinct name
     if not fused.any():
         return ops
     names = trace.names_of(codes)
     its = trace.iterations
-    rows = ops.index.to_numpy()[fused]
+    rows = op_rows[fused]
     step = its.assign(ev["ts"].to_numpy()[rows])
     params = _parameter_bytes(trace)
     calls = np.bincount(step[step >= 0], minlength=its.count)
-    ops = ops.copy()
     known, moved, tags = [], [], []
-    for row, k, name in zip(rows.tolist(), step.tolist(), names[fused]):
+    for position, row, k, name in zip(np.flatnonzero(fused).tolist(), rows.tolist(), step.tolist(), names[fused]):
         if k < 0 or calls[k] != 1 or not params.get(k):
             continue
         op = short_op(str(name))
@@ -172,16 +175,16 @@ def _fused_optimizers(trace: Trace, ops: pd.DataFrame) -> pd.DataFrame:
         if op == "_fused_sgd_" and len(concrete) > MOMENTUM_AT and concrete[MOMENTUM_AT] in ("0", "0.0", "0."):
             factor -= 2
         size, tag = params[k]
-        known.append(row)
+        known.append(position)
         moved.append(float(factor * size))
         tags.append(tag)
-    if known:  # one assignment: .loc per row cost ~5 ms each (2.7 s on a 1 GB trace)
-        at = ops.index.get_indexer(known)
-        for column, values in (("bytes", moved), ("largest", [np.nan] * len(known)), ("basis", ["optimizer"] * len(known)),
-                               ("dtype", tags)):
-            column_values = ops[column].to_numpy().copy()
-            column_values[at] = values
-            ops[column] = column_values
+    if not known:
+        return ops
+    ops = {column: values.copy() for column, values in ops.items()}
+    ops["bytes"][known] = moved
+    ops["largest"][known] = np.nan
+    ops["basis"][known] = "optimizer"
+    ops["dtype"][known] = tags
     return ops
 
 
@@ -237,31 +240,30 @@ def compute_traffic(trace: Trace, device_name: str | None = None,
         codes = trace.events["name"].to_numpy()[op_row[is_kernel]]
         is_kernel[is_kernel] = trace.by_name(codes, lambda name: ops(short_op(name)), bool)
 
-    out = pd.DataFrame(index=g.index)
-    out["dur"] = g["dur"].to_numpy()
-    nan = np.full(len(g), np.nan)
-    out["bytes"], out["flops"], out["largest"] = nan.copy(), nan.copy(), nan.copy()
-    basis = np.full(len(g), "no-op", dtype=object)
-    dtype = np.full(len(g), "", dtype=object)
+    n = len(g)
+    moved, flops, largest = np.full(n, np.nan), np.full(n, np.nan), np.full(n, np.nan)
+    basis = np.full(n, "no-op", dtype=object)
+    dtype = np.full(n, "", dtype=object)
     if is_kernel.any():
-        ops = _fused_optimizers(trace, _parse_ops(trace, np.unique(op_row[is_kernel])))
-        rows = op_row[is_kernel]
-        # an op's bytes and FLOPs are shared among its kernels by duration
-        op_dur = pd.Series(dur[is_kernel]).groupby(rows).transform("sum").to_numpy()
-        weight = np.divide(dur[is_kernel], op_dur, out=np.ones_like(op_dur), where=op_dur > 0)
-        per_op = ops.loc[rows]
-        out.loc[is_kernel, "bytes"] = per_op["bytes"].to_numpy() * weight
-        out.loc[is_kernel, "flops"] = per_op["flops"].to_numpy() * weight
-        out.loc[is_kernel, "largest"] = per_op["largest"].to_numpy()
-        basis[is_kernel] = per_op["basis"].to_numpy()
-        dtype[is_kernel] = per_op["dtype"].to_numpy()
+        op_rows = np.unique(op_row[is_kernel])
+        ops = _fused_optimizers(trace, op_rows, _parse_ops(trace, op_rows))
+        at = np.searchsorted(op_rows, op_row[is_kernel])  # each kernel's op among op_rows
+        # an op's bytes and FLOPs are shared among its kernels by duration (whole ns: the sums are exact)
+        kernel_dur = dur[is_kernel]
+        op_dur = np.bincount(at, weights=kernel_dur, minlength=len(op_rows))[at]
+        weight = np.divide(kernel_dur, op_dur, out=np.ones_like(op_dur), where=op_dur > 0)
+        moved[is_kernel] = ops["bytes"][at] * weight
+        flops[is_kernel] = ops["flops"][at] * weight
+        largest[is_kernel] = ops["largest"][at]
+        basis[is_kernel] = ops["basis"][at]
+        dtype[is_kernel] = ops["dtype"][at]
     copies = (kind == Kind.MEMCPY) | (kind == Kind.MEMSET)
     copy_bytes = g["bytes"].to_numpy().astype(np.float64)
     known_copy = copies & (copy_bytes >= 0)
-    out.loc[known_copy, "bytes"] = copy_bytes[known_copy]
-    out.loc[known_copy, "largest"] = copy_bytes[known_copy]
+    moved[known_copy] = copy_bytes[known_copy]
+    largest[known_copy] = copy_bytes[known_copy]
     basis[copies] = "memset"
-    labels = np.full(len(g), "", dtype=object)
+    labels = np.full(n, "", dtype=object)
     memcpy = np.flatnonzero(kind == Kind.MEMCPY)
     if len(memcpy):
         full = text_values(g["full_name"])[memcpy]
@@ -270,24 +272,28 @@ def compute_traffic(trace: Trace, device_name: str | None = None,
         basis[memcpy] = [parsed[n][1] for n in full]
         factor = np.array([parsed[n][2] for n in full], np.float64)
         known = copy_bytes[memcpy] >= 0
-        out.loc[memcpy[known], "bytes"] = copy_bytes[memcpy[known]] * factor[known]
+        moved[memcpy[known]] = copy_bytes[memcpy[known]] * factor[known]
     basis[graph] = "cuda-graph"
     if not trace.meta.record_shapes:
         basis[(kind == Kind.KERNEL) & ~graph] = "no-shapes"
-    out["basis"] = pd.Categorical(basis, categories=BASIS)
+    # the basis by its code in BASIS (-1: none of them), from its few distinct values
+    distinct, per_row = pd.factorize(basis)[::-1]
+    basis_code = np.array([BASIS.index(b) if b in BASIS else -1 for b in distinct], np.int8)[per_row]
+    out = pd.DataFrame({"dur": g["dur"].to_numpy(), "bytes": moved, "flops": flops, "largest": largest,
+                        "basis": pd.Categorical.from_codes(basis_code, categories=BASIS)}, index=g.index)
     out["dtype"] = dtype
     out["copy_kind"] = labels
-    _rates(out, spec)
+    _rates(out, spec, basis_code, dtype)
     return Traffic(out[TRAFFIC_COLUMNS], spec)
 
 
-def _rates(out: pd.DataFrame, spec: DeviceSpec | None) -> None:
+def _rates(out: pd.DataFrame, spec: DeviceSpec | None, basis_code: np.ndarray, dtype: np.ndarray) -> None:
+    """The rates' columns; ``basis_code`` and ``dtype`` as the arrays the basis and dtype columns were made from."""
     dur = out["dur"].to_numpy().astype(np.float64)
     safe = np.where(dur > 0, dur, np.nan)
-    basis = text_values(out["basis"])
-    by_flops = np.isin(basis, list(FLOP_BASES))
-    off_hbm = np.isin(basis, list(OFF_HBM_BASES))
-    host = np.isin(basis, ["copy-h2d", "copy-d2h"])
+    # per basis code (the last entry for -1, no basis)
+    by_flops, off_hbm, host = (np.array([b in chosen for b in BASIS] + [False])[basis_code]
+                               for chosen in (FLOP_BASES, OFF_HBM_BASES, ("copy-h2d", "copy-d2h")))
     # bytes per ns = GB/s; GEMMs, convolutions, attention and templates are judged by FLOP/s
     out["gbs"] = np.where(by_flops, np.nan, out["bytes"].to_numpy() / safe)
     out["tflops"] = out["flops"].to_numpy() / safe / 1e3
@@ -298,6 +304,6 @@ def _rates(out: pd.DataFrame, spec: DeviceSpec | None) -> None:
     link = spec.host_link_gbs if spec and spec.host_link_gbs else np.nan
     out["link_gbs"] = np.where(host, link, np.nan)
     out["link_share"] = out["gbs"].to_numpy() / out["link_gbs"].to_numpy()
-    tags = pd.unique(out["dtype"])
-    peak = {tag: (spec.peak_tflops(tag) if spec else None) or np.nan for tag in tags}
-    out["flops_share"] = out["tflops"].to_numpy() / out["dtype"].map(peak).to_numpy(np.float64)
+    tags, per_row = pd.factorize(dtype)[::-1]  # each distinct dtype's peak looked up once
+    peak = np.array([(spec.peak_tflops(tag) if spec else None) or np.nan for tag in tags], np.float64)
+    out["flops_share"] = out["tflops"].to_numpy() / peak[per_row]
