@@ -86,9 +86,9 @@ def _in_steps(trace: Trace, ts: np.ndarray) -> np.ndarray:
 def _step_kernels(trace: Trace) -> tuple[int, float]:
     """(kernels launched inside steps, their mean duration ns)."""
     g = trace.gpu
-    k = g[g["kind"].to_numpy() == Kind.KERNEL]
-    inside = _in_steps(trace, k["launch_ts"].to_numpy().astype(np.int64))
-    durs = (k["end"].to_numpy() - k["ts"].to_numpy())[inside]
+    k = g["kind"].to_numpy() == Kind.KERNEL  # a mask over the columns used, not a copy of every column
+    inside = _in_steps(trace, g["launch_ts"].to_numpy()[k].astype(np.int64))
+    durs = (g["end"].to_numpy()[k] - g["ts"].to_numpy()[k])[inside]
     return int(inside.sum()), float(durs.mean()) if len(durs) else 0.0
 
 
@@ -143,9 +143,21 @@ def _pageable(trace: Trace) -> Finding | None:
 
 
 def _per_name(names: pd.Series, f) -> tuple[list, np.ndarray]:
-    """``f`` of each distinct name (run once per name), and per row the index of its name's value."""
-    cat = pd.Categorical(names.astype(object).where(names.notna(), ""))
-    return [f(str(c)) for c in cat.categories], cat.codes.astype(np.int64)
+    """``f`` of each distinct name (run once per name, in sorted order; a missing name is ""), and per row
+    the index of its name's value."""
+    if not isinstance(names.dtype, pd.CategoricalDtype):
+        cat = pd.Categorical(names.astype(object).where(names.notna(), ""))
+        return [f(str(c)) for c in cat.categories], cat.codes.astype(np.int64)
+    # trace.gpu's names are categorical already: their codes renumbered, not a million strings factorized
+    codes = names.cat.codes.to_numpy().astype(np.int64) + 1  # 0: missing
+    categories = names.cat.categories.to_numpy(dtype=object)
+    used = np.flatnonzero(np.bincount(codes, minlength=len(categories) + 1))
+    text = ["" if u == 0 else str(categories[u - 1]) for u in used.tolist()]
+    distinct = sorted(set(text))
+    rank = {name: i for i, name in enumerate(distinct)}
+    renumber = np.zeros(len(categories) + 1, np.int64)
+    renumber[used] = [rank[name] for name in text]
+    return [f(name) for name in distinct], renumber[codes]
 
 
 def is_compiled(trace: Trace) -> bool:
@@ -198,15 +210,15 @@ def _syncs(trace: Trace) -> Finding | None:
 
 def _low_occupancy(trace: Trace) -> Finding | None:
     g = trace.gpu
-    k = g[g["kind"].to_numpy() == Kind.KERNEL]
-    comm, per_row = _per_name(k["full_name"], lambda n: kind_of_name(n) is not None)
+    k = np.flatnonzero(g["kind"].to_numpy() == Kind.KERNEL)  # rows of g (not a copy of its every column)
+    comm, per_row = _per_name(g["full_name"].iloc[k], lambda n: kind_of_name(n) is not None)
     keep = ~np.array(comm, bool)[per_row] if len(comm) else np.zeros(len(k), bool)
     k, codes = k[keep], per_row[keep]
     if not len(k):
         return None
-    dur = (k["end"].to_numpy() - k["ts"].to_numpy()).astype(np.float64)
+    dur = (g["end"].to_numpy()[k] - g["ts"].to_numpy()[k]).astype(np.float64)
     total = float(dur.sum())
-    occ = k["occupancy"].to_numpy().astype(np.float64)
+    occ = g["occupancy"].to_numpy()[k].astype(np.float64)
     known = np.isfinite(occ) & (occ > 0)
     if not total or not known.any():
         return None
@@ -221,7 +233,7 @@ def _low_occupancy(trace: Trace) -> Finding | None:
     if not len(low):
         return None
     top = int(low[np.argmax(time[low])])
-    first = k.iloc[int(np.flatnonzero(codes == top)[0])]
+    first = g.iloc[int(k[np.flatnonzero(codes == top)[0]])]
     n = int(launches[top])
     more = f"; {len(low) - 1} more kernel{'s' if len(low) > 2 else ''} like it" if len(low) > 1 else ""
     return Finding(

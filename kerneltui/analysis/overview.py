@@ -93,12 +93,6 @@ class Overview:
         }
 
 
-def covered_in(starts: np.ndarray, ends: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    """Length of the union of intervals [starts, ends] inside each [lo, hi]."""
-    run_s, run_e = union_runs(np.asarray(starts, np.int64), np.asarray(ends, np.int64))
-    return _prefix(run_s, run_e, hi) - _prefix(run_s, run_e, lo)
-
-
 def _prefix(run_s: np.ndarray, run_e: np.ndarray, t: np.ndarray) -> np.ndarray:
     t = np.asarray(t, np.int64)
     if not len(run_s):
@@ -177,14 +171,14 @@ def overview(trace: Trace) -> Overview:
     starts, ends, numbers, labels = step_spans(trace)
     cats = category_intervals(trace)
     covered_so_far = np.zeros(len(starts), np.int64)
-    acc_s: list[np.ndarray] = []
-    acc_e: list[np.ndarray] = []
+    run_s, run_e = np.empty(0, np.int64), np.empty(0, np.int64)
     parts: dict[str, np.ndarray] = {}
     for part in PARTS[:-1]:  # each part: what the union grows by when this category joins the higher ones
         s, e = cats[part]
-        acc_s.append(s)
-        acc_e.append(e)
-        now = covered_in(np.concatenate(acc_s), np.concatenate(acc_e), starts, ends)
+        # the union so far, as its runs, joined by this category's intervals (not every category's again)
+        run_s, run_e = union_runs(np.concatenate([run_s, np.asarray(s, np.int64)]),
+                                  np.concatenate([run_e, np.asarray(e, np.int64)]))
+        now = _prefix(run_s, run_e, ends) - _prefix(run_s, run_e, starts)
         parts[part] = now - covered_so_far
         covered_so_far = now
     spans = ends - starts
@@ -201,35 +195,36 @@ def overview(trace: Trace) -> Overview:
 def _kernel_figures(trace: Trace, starts: np.ndarray, ends: np.ndarray):
     """SM efficiency, occupancy and Tensor Core share, weighted by each kernel's time inside the steps."""
     g = trace.gpu
-    k = g[g["kind"].to_numpy() == Kind.KERNEL]
-    ts, end = k["ts"].to_numpy(), k["end"].to_numpy()
+    kernel = g["kind"].to_numpy() == Kind.KERNEL  # a mask over the columns used, not a copy of every column
+    ts, end = g["ts"].to_numpy()[kernel], g["end"].to_numpy()[kernel]
     if len(starts):  # the kernel's time inside steps (clipped, as the split clips it)
         at = np.searchsorted(starts, ts, side="right") - 1
-        weight = np.zeros(len(k), np.int64)
+        weight = np.zeros(len(ts), np.int64)
         for lo_i in (at, at + 1):  # a kernel may straddle a step boundary: its own step and the next
             valid = (lo_i >= 0) & (lo_i < len(starts))
             i = np.clip(lo_i, 0, len(starts) - 1)
             weight += np.where(valid, np.clip(np.minimum(end, ends[i]) - np.maximum(ts, starts[i]), 0, None), 0)
     else:
-        weight = np.zeros(len(k), np.int64)
+        weight = np.zeros(len(ts), np.int64)
     total = int(weight.sum())
     if not total:
         return None, 0.0, None, 0.0, None, 0
     w = weight.astype(np.float64)
     sms = {d.index: d.sm_count for d in trace.meta.devices if d.sm_count}
-    device = k["device"].to_numpy().astype(np.int64)
+    device = g["device"].to_numpy()[kernel].astype(np.int64)
     table = np.zeros(max([*sms, int(device.max(initial=0))]) + 1 if len(device) else 1, np.float64)
     for index, count in sms.items():
         if index >= 0:
             table[index] = count
     sm_count = np.where(device >= 0, table[np.clip(device, 0, len(table) - 1)], 0.0)
-    blocks = (k["grid_x"].to_numpy().astype(np.float64) * k["grid_y"].to_numpy() * k["grid_z"].to_numpy())
+    blocks = (g["grid_x"].to_numpy()[kernel].astype(np.float64) * g["grid_y"].to_numpy()[kernel]
+              * g["grid_z"].to_numpy()[kernel])
     known = (sm_count > 0) & (blocks > 0)
     eff_cover = float(w[known].sum() / total)
     eff = float((np.minimum(blocks[known] / sm_count[known], 1.0) * w[known]).sum() / w[known].sum()) if known.any() and w[known].sum() else None
-    occ = k["occupancy"].to_numpy().astype(np.float64)
+    occ = g["occupancy"].to_numpy()[kernel].astype(np.float64)
     has_occ = np.isfinite(occ) & (occ > 0)
     occ_cover = float(w[has_occ].sum() / total)
     occupancy = float((occ[has_occ] * w[has_occ]).sum() / w[has_occ].sum()) if w[has_occ].sum() else None
-    tc = _by_name(k["full_name"], uses_tensor_cores)
+    tc = _by_name(g["full_name"].iloc[np.flatnonzero(kernel)], uses_tensor_cores)
     return eff, eff_cover, occupancy, occ_cover, float(w[tc].sum() / total), total
