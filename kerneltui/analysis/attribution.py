@@ -107,8 +107,13 @@ def places(trace: Trace) -> np.ndarray:
     """Per row of trace.gpu: its place, or "(what)" where none (the module grouping's keys, the scope's test)."""
     if trace not in _PLACES:
         a = attribute(trace)
-        # object strings: a fixed-width array is as wide as the longest name on every row
-        _PLACES[trace] = np.array([u or f"({w})" for u, w in zip(a.unit.tolist(), a.unplaced.tolist())], dtype=object)
+        # object strings (a fixed-width array is as wide as the longest name on every row); each reason's
+        # "(what)" made once
+        out = a.unit.copy()
+        unplaced = np.flatnonzero(out == "")
+        reason, reasons = pd.factorize(a.unplaced[unplaced])
+        out[unplaced] = np.array([f"({w})" for w in reasons] + ["()"], dtype=object)[reason]
+        _PLACES[trace] = out
     return _PLACES[trace]
 
 
@@ -128,8 +133,10 @@ def _attribute(trace: Trace) -> Attribution:
     op_row = g["op_row"].to_numpy()
     by = "module" if _has_modules(trace) else "forward op"
 
-    forward_op = np.where(phase == "forward", op_row, -1)
-    backward = np.flatnonzero(phase == "backward")
+    # each phase's rows once (a compare over a million strings costs ~25 ms)
+    forward, in_backward, outside = phase == "forward", phase == "backward", phase == ""
+    forward_op = np.where(forward, op_row, -1)
+    backward = np.flatnonzero(in_backward)
     node = _innermost_of(trace, _rows_with_sequence(trace), lane[backward], t[backward])
     forward_op[backward] = _forward_of_nodes(trace, node)
 
@@ -141,14 +148,14 @@ def _attribute(trace: Trace) -> Attribution:
 
     # where the forward op is: launches of the forward pass at the launch, the backward's forward op at itself
     has_op = forward_op >= 0
-    at_lane = np.where(phase == "forward", lane, ev["lane"].to_numpy()[np.clip(forward_op, 0, None)])
-    at_t = np.where(phase == "forward", t, ev["ts"].to_numpy()[np.clip(forward_op, 0, None)])
+    at_lane = np.where(forward, lane, ev["lane"].to_numpy()[np.clip(forward_op, 0, None)])
+    at_t = np.where(forward, t, ev["ts"].to_numpy()[np.clip(forward_op, 0, None)])
     loss = has_op & (_innermost_of(trace, named_rows(trace, Kind.CPU_OP, LOSS_OPS.match), at_lane, at_t) >= 0)
     if by == "module":
         module, source[:] = _modules(trace, at_lane, at_t, has_op)
         placed = has_op & (module != "")
         unit[placed] = module[placed]
-        how[placed] = np.where(phase[placed] == "backward", "sequence", "frames")
+        how[placed] = np.where(in_backward[placed], "sequence", "frames")
     else:
         keys = _forward_op_keys(trace, at_lane, at_t, has_op)
         placed = has_op & (keys != "")
@@ -157,7 +164,7 @@ def _attribute(trace: Trace) -> Attribution:
     unit[loss & ~placed] = LOSS
     how[loss & ~placed] = "loss op"
 
-    compiled = _compiled_places(trace, phase, forward_op)
+    compiled = _compiled_places(trace, forward, in_backward, forward_op)
     records = records_of(trace)
     classes: dict[str, str] = {}
     for i in np.flatnonzero(compiled).tolist():
@@ -166,7 +173,7 @@ def _attribute(trace: Trace) -> Attribution:
         unit[i] = _provenance_path(paths[0], classes) if paths else COMPILED
         how[i] = "provenance" if paths else "compiled region"
     # graph replays have no op: a record still places them
-    for i in np.flatnonzero((op_row < 0) & (phase != "") & (unit == "")).tolist():
+    for i in np.flatnonzero((op_row < 0) & ~outside & (unit == "")).tolist():
         record = records[i]
         paths = [p for p in (record.module_paths if record is not None else ()) if p]
         if paths:
@@ -177,18 +184,20 @@ def _attribute(trace: Trace) -> Attribution:
     how[optimizer] = "optimizer"
     labels[OPTIMIZER] = _optimizer_label(trace, lane[optimizer], t[optimizer])
 
-    outside = phase == ""
     unit[outside] = ""
     unplaced[outside] = "outside the steps"
     rest = (unit == "") & ~outside
     graph = g["graph"].to_numpy()
     comms = _innermost_of(trace, named_rows(trace, Kind.CPU_OP, COMMUNICATION.search), lane, t) >= 0
-    unplaced[rest & graph] = "CUDA-graph replay (no provenance)"
-    unplaced[rest & ~graph & (g["launch_row"].to_numpy() < 0)] = "no launch call in the trace"
-    backward_rest = rest & (unplaced == "") & (phase == "backward") & ~has_op
+    replay = rest & graph
+    unplaced[replay] = "CUDA-graph replay (no provenance)"
+    no_call = rest & ~graph & (g["launch_row"].to_numpy() < 0)
+    unplaced[no_call] = "no launch call in the trace"
+    reasonless = rest & ~replay & ~no_call  # the rest's rows without a reason yet (each reason is a word)
+    backward_rest = reasonless & in_backward & ~has_op
     unplaced[backward_rest & comms] = "gradient communication"  # DDP's reducer, collectives run from hooks
     unplaced[backward_rest & ~comms] = "autograd engine"
-    unplaced[rest & (unplaced == "")] = "outside any module" if by == "module" else "no forward op"
+    unplaced[reasonless & ~backward_rest] = "outside any module" if by == "module" else "no forward op"
     return Attribution(by, phase, unit, unplaced, forward_op, source, how, labels, classes)
 
 
@@ -310,12 +319,12 @@ def _forward_op_keys(trace: Trace, lanes: np.ndarray, t: np.ndarray, has: np.nda
     return out
 
 
-def _compiled_places(trace: Trace, phase: np.ndarray, forward_op: np.ndarray) -> np.ndarray:
+def _compiled_places(trace: Trace, forward: np.ndarray, in_backward: np.ndarray, forward_op: np.ndarray) -> np.ndarray:
     """Rows of compiled code: launched inside a compiled region (forward), or whose forward op is AOTAutograd's
     ``CompiledFunction`` or inside a region (backward)."""
-    compiled = gpu_compiled(trace) & (phase == "forward")
+    compiled = gpu_compiled(trace) & forward
     ev = trace.events
-    backward = np.flatnonzero((phase == "backward") & (forward_op >= 0))
+    backward = np.flatnonzero(in_backward & (forward_op >= 0))
     if len(backward):  # once a distinct name, not per kernel
         compiled[backward] = trace.by_name(ev["name"].to_numpy()[forward_op[backward]],
                                            lambda n: n.startswith(("CompiledFunction", "Torch-Compiled Region")), bool)

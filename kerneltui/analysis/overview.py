@@ -94,6 +94,7 @@ class Overview:
 
 
 def _prefix(run_s: np.ndarray, run_e: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """Length the disjoint runs (in time order) cover before each time ``t``."""
     t = np.asarray(t, np.int64)
     if not len(run_s):
         return np.zeros(len(t), np.int64)
