@@ -137,13 +137,18 @@ def _keys(g: pd.DataFrame, events: pd.DataFrame, names: list[str]) -> None:
     hashes = names_categorical(names, hash_code).remove_unused_categories()
     g["full_name"] = full
     g["kernel_hash"] = hashes
-    pairs = pd.DataFrame({"full": full, "hash": hashes}).drop_duplicates()
-    ambiguous_names = pairs.groupby("full", observed=True).size()
-    ambiguous_names = set(ambiguous_names.index[ambiguous_names.to_numpy() > 1])
     shorts = short_names(full.categories)
-    # build key/short per distinct (name, hash) pair, then map rows onto them
+    # build key/short per distinct (name, hash) pair, then map rows onto them; a name is ambiguous when it
+    # has several pairs (found from the distinct pairs, not a frame of a million rows deduplicated)
     pair_codes = full.codes.astype(np.int64) * (len(hashes.categories) + 1) + hashes.codes
-    distinct, row_pair = np.unique(pair_codes, return_inverse=True)
+    first_seen, pairs = pd.factorize(pair_codes)  # hashed (np.unique's sort of a million codes: ~80 ms)
+    order = np.argsort(pairs)
+    distinct, rank = pairs[order], np.empty(len(order), np.int64)
+    rank[order] = np.arange(len(order))
+    row_pair = rank[first_seen]  # each row's pair, numbered in ascending order as np.unique numbers them
+    name_of_pair = distinct // (len(hashes.categories) + 1)
+    pairs_per_name = np.bincount(name_of_pair, minlength=len(full.categories))
+    ambiguous_names = set(full.categories[np.flatnonzero(pairs_per_name > 1)])
     key_of, short_of = [], []
     for code in distinct:
         name = full.categories[code // (len(hashes.categories) + 1)]
