@@ -240,3 +240,29 @@ async def test_a_move_redraws_no_stream_base_and_a_kernel_seen_before_no_marks(m
             threads.add(screen._icicle_thread)
             assert calls == {"base": [], "marks": marks}, key
         assert len(threads) == 2  # the icicle went from one thread to the other and back
+
+
+async def test_marked_cells_kept_for_at_most_marks_kept_entries_while_panning(monkeypatch):
+    """The lanes' marked cells are kept per window and kernel: a long pan with one kernel marked drops them
+    past MARKS_KEPT entries instead of keeping one more set a window, and every row drawn stays what a
+    fresh draw gives."""
+    from kerneltui.tui.widgets import timeline as widget
+
+    monkeypatch.setattr(widget, "MARKS_KEPT", 3)
+    app = One(small_lanes())
+    async with app.run_test(size=(113, 8)) as pilot:
+        timeline = app.query_one(Timeline)
+        codes = np.array([5, 6])
+        timeline.set_marked(codes == 6, (codes, 6))
+        timeline.set_window(0, 400)
+        await pilot.pause()
+        sizes = []
+        for _ in range(8):
+            await pilot.press("full_stop")  # pan right a quarter window: a new window each time
+            await pilot.pause()
+            screen_text(timeline)
+            sizes.append(len(timeline._marks))  # two lanes' cells a window
+        assert max(sizes) <= 3 and timeline.window != (0, 400)
+        kept = screen_text(timeline)
+        timeline._rows, timeline._bases, timeline._marks, timeline._cache_key = {}, {}, {}, None
+        assert screen_text(timeline) == kept

@@ -488,3 +488,29 @@ def test_an_inductor_gather_reads_the_rows_it_indexes_not_the_table():
     # indices, 4,096 gathered rows of the [8192, 768] table, the positional table, the output
     assert t.bytes == 8 * 512 * 8 + 4096 * 768 * 2 + 512 * 768 * 2 + 8 * 512 * 768 * 2
     assert t.basis == "gather"
+
+
+def test_a_gradient_record_outside_the_steps_is_never_read(tmp_path):
+    """AdamW's bytes come from its step's AccumulateGrad records alone: a record outside every step that
+    names no size (dims of strings) is not read, and stops nothing."""
+    b = TraceBuilder()
+    with b.step():
+        b.op("torch::autograd::AccumulateGrad", dims=[[256, 256]], types=["float"])
+        b.op("aten::_fused_adamw_", dims=[[], []], types=["TensorList", "TensorList"],
+             kernels=[("multi_tensor_apply_kernel", 20)])
+    b.idle(50)
+    b.op("torch::autograd::AccumulateGrad", dims=[["a", 2]], types=["float"])
+    table = compute_traffic(load_trace(b.write(tmp_path / "t.json"))).table
+    # AdamW reads p, g, m, v and writes p, m, v: 7 x 256 x 256 f32
+    assert table["bytes"].tolist() == [7 * 256 * 256 * 4]
+    assert table["basis"].astype(str).tolist() == ["optimizer"] and table["dtype"].tolist() == ["f32"]
+
+
+def test_kernels_of_absurd_length_share_their_ops_bytes_by_a_compensated_sum(tmp_path):
+    """An op's bytes are shared among its kernels by duration; durations past 2**53 ns in all are summed
+    as pandas' compensated sum adds them (the figures before this sum moved to numpy), not naively."""
+    b = TraceBuilder()
+    b.op("aten::add", dims=[[1000], [1000]], types=["float", "float"],
+         kernels=[("k_long", 9007199254740.992), ("k_a", 0.001), ("k_b", 0.001)])
+    table = compute_traffic(load_trace(b.write(tmp_path / "t.json"))).table
+    assert table["bytes"].tolist() == [11999.999999999998, 1.3322676295501876e-12, 1.3322676295501876e-12]

@@ -205,13 +205,18 @@ def _parameter_bytes(trace: Trace) -> dict[int, tuple[int, str]]:
         return {}
     rows = np.flatnonzero(np.isin(ev["name"].to_numpy(), codes) & (ev["kind"].to_numpy() == Kind.CPU_OP))
     step = trace.iterations.assign(ev["ts"].to_numpy()[rows])
-    # each distinct record sized once (every step repeats the same records); shapes() keeps one dict a
-    # distinct text
+    # each distinct record sized once (every step repeats the same records), and only where a step holds
+    # it (a record outside the steps is never read, as before)
     texts, firsts = text_classes(trace.shapes_blob, ev["shapes_at"].to_numpy()[rows], ev["shapes_len"].to_numpy()[rows])
-    sized = [None if (shapes := trace.shapes(int(rows[i]))) is None else _gradient_bytes(shapes) for i in firsts]
+    sized: dict[int, tuple[int, str] | None] = {}
     out: dict[int, list] = {}
     for k, text in zip(step.tolist(), texts.tolist()):
-        if k < 0 or sized[text] is None:
+        if k < 0:
+            continue
+        if text not in sized:
+            shapes = trace.shapes(int(rows[firsts[text]]))
+            sized[text] = None if shapes is None else _gradient_bytes(shapes)
+        if sized[text] is None:
             continue
         nbytes, tag = sized[text]
         entry = out.setdefault(k, [0, tag])
@@ -248,9 +253,13 @@ def compute_traffic(trace: Trace, device_name: str | None = None,
         op_rows = np.unique(op_row[is_kernel])
         ops = _fused_optimizers(trace, op_rows, _parse_ops(trace, op_rows))
         at = np.searchsorted(op_rows, op_row[is_kernel])  # each kernel's op among op_rows
-        # an op's bytes and FLOPs are shared among its kernels by duration (whole ns: the sums are exact)
+        # an op's bytes and FLOPs are shared among its kernels by duration: whole ns, summed exactly in float64
+        # below 2**53 ns; past that (absurd durations) by pandas' compensated sum, as before
         kernel_dur = dur[is_kernel]
-        op_dur = np.bincount(at, weights=kernel_dur, minlength=len(op_rows))[at]
+        if len(kernel_dur) and float(np.abs(kernel_dur).max()) * len(kernel_dur) < 2.0**53:
+            op_dur = np.bincount(at, weights=kernel_dur, minlength=len(op_rows))[at]
+        else:
+            op_dur = pd.Series(kernel_dur).groupby(at).transform("sum").to_numpy()
         weight = np.divide(kernel_dur, op_dur, out=np.ones_like(op_dur), where=op_dur > 0)
         moved[is_kernel] = ops["bytes"][at] * weight
         flops[is_kernel] = ops["flops"][at] * weight

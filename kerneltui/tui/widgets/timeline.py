@@ -298,7 +298,7 @@ class Timeline(ComponentStyles, Widget, can_focus=True):
         self._marked_group = group
         self._rows = {}  # keyed by id(mask): only while the mask it was drawn for is held
         marks_for = group[0] if group is not None else mask
-        if marks_for is not self._marks_for or len(self._marks) > MARKS_KEPT:
+        if marks_for is not self._marks_for:
             self._marks, self._marks_for = {}, marks_for
         self._marked_counts = {}
         self._invalidate()
@@ -667,6 +667,8 @@ class Timeline(ComponentStyles, Widget, can_focus=True):
         code = view.marked_group[1] if view.marked_group is not None else None
         marks = self._marks.get((id(lane), window, code))
         if marks is None:
+            if len(self._marks) >= MARKS_KEPT:  # a window and kernel each: a long pan would add them forever
+                self._marks.clear()
             marks = self._marks[(id(lane), window, code)] = marked_cells(grid, lane, view)
         body = lane_row(grid, lane, view, base[1], marks)
         self._rows[id(lane)] = (key, body)
