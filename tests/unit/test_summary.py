@@ -7,7 +7,7 @@ import pytest
 from kerneltui.trace import load_trace
 from kerneltui.trace.intervals import union_length
 from kerneltui.trace.summary import kernel_stats, launches_in, summarize
-from tests.conftest import shared_trace
+from tests.conftest import external_trace, shared_trace
 
 import numpy as np
 
@@ -86,3 +86,15 @@ def test_bad_regex_is_a_user_error():
 
     with pytest.raises(UserError, match=r"bad filter regex '\['"):
         name_pattern("/[")
+
+
+def test_the_kernel_table_counts_each_kernels_launches_without_a_launch_call():
+    """The 2021 TensorBoard ResNet-50 trace lost the launch calls of 733 GPU events (health: no_launch);
+    the kernel table's no_launch column holds them per kernel, as a count over the rows says."""
+    trace = load_trace(external_trace("kineto__tb_resnet50_nw0_worker0_2021early.pt.trace.json.gz"))
+    table = kernel_stats(trace)
+    g = trace.gpu
+    lost = g.loc[g["launch_row"].to_numpy() < 0, "key"].astype(str).value_counts()
+    assert int(table["no_launch"].sum()) == 733
+    assert dict(zip(table["key"], table["no_launch"].tolist())) == {k: int(lost.get(k, 0)) for k in table["key"]}
+    assert (table["no_launch"] > 0).sum() == len(lost) > 1
