@@ -45,7 +45,7 @@ import pandas as pd
 
 from kerneltui.analysis.compare.phases import OPTIMIZER_PREFIXES, gpu_compiled, gpu_phases, named_rows
 from kerneltui.analysis.provenance.join import records_of
-from kerneltui.trace.frames import MODULE_FRAME, innermost_frames, sources
+from kerneltui.trace.frames import MODULE_FRAME, innermost_frames, sources, split_by
 from kerneltui.trace.intervals import Nesting
 from kerneltui.trace.model import Trace
 from kerneltui.trace.schema import Kind
@@ -224,21 +224,14 @@ def _innermost_of(trace: Trace, rows: np.ndarray, lanes: np.ndarray, t: np.ndarr
     ends = starts + ev["dur"].to_numpy()[rows]
     # rows and queries split by lane in one sort each (a compare over all of them per lane cost 0.1 s at 1 GB,
     # with hundreds of threads)
-    rows_of = _by_lane(r_lane)
-    for lane, queries in _by_lane(lanes).items():
+    rows_of = split_by(r_lane, np.arange(len(r_lane)))
+    for lane, queries in split_by(lanes, np.arange(len(lanes))).items():
         mine = rows_of.get(lane)
         if mine is None:
             continue
         found = Nesting(starts[mine], ends[mine]).innermost(t[queries])
         out[queries] = np.where(found >= 0, rows[mine][np.clip(found, 0, None)], -1)
     return out
-
-
-def _by_lane(lanes: np.ndarray) -> dict[int, np.ndarray]:
-    """Positions in ``lanes`` per lane, each ascending."""
-    order = np.argsort(lanes, kind="stable")
-    distinct, first = np.unique(lanes[order], return_index=True)
-    return dict(zip(distinct.tolist(), np.split(order, first[1:])))
 
 
 def _forward_of_nodes(trace: Trace, nodes: np.ndarray) -> np.ndarray:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from kerneltui.trace.frames import innermost_frames, sources
+from kerneltui.trace.frames import innermost_frames, sources, split_by
 from kerneltui.trace.intervals import Nesting
 from kerneltui.trace.schema import Kind
 
@@ -120,12 +120,11 @@ def enclosing_ops(trace, lane: np.ndarray, ts: np.ndarray) -> np.ndarray:
     ev = trace.events
     out = np.full(len(ts), -1, np.int64)
     ops = np.flatnonzero(ev["kind"].to_numpy() == Kind.CPU_OP)
-    op_lanes = ev["lane"].to_numpy()[ops]
-    for one in np.unique(lane):
-        mine = ops[op_lanes == one]
-        if not len(mine):
+    ops_of = split_by(ev["lane"].to_numpy()[ops], ops)  # one sort each, not a compare over all per thread
+    for one, which in split_by(np.asarray(lane), np.arange(len(ts))).items():
+        mine = ops_of.get(one)
+        if mine is None:
             continue
-        which = np.flatnonzero(lane == one)
         start = ev["ts"].to_numpy()[mine]
         found = Nesting(start, start + ev["dur"].to_numpy()[mine]).innermost(ts[which])
         out[which] = np.where(found >= 0, mine[np.clip(found, 0, None)], -1)

@@ -46,8 +46,8 @@ def innermost_frames(trace: Trace, launch_lane: np.ndarray, launch_ts: np.ndarra
     lanes = ev["lane"].to_numpy()[python]
     launch_lane = np.asarray(launch_lane)
     # group frames and launches by thread once: a trace may have thousands of threads
-    frames_of = _groups(lanes, python)
-    for lane, which in _groups(launch_lane, np.arange(len(launch_lane))).items():
+    frames_of = split_by(lanes, python)
+    for lane, which in split_by(launch_lane, np.arange(len(launch_lane))).items():
         rows = frames_of.get(lane)
         if rows is None:
             continue
@@ -57,7 +57,7 @@ def innermost_frames(trace: Trace, launch_lane: np.ndarray, launch_ts: np.ndarra
     return out
 
 
-def _groups(keys: np.ndarray, values: np.ndarray) -> dict[int, np.ndarray]:
+def split_by(keys: np.ndarray, values: np.ndarray) -> dict[int, np.ndarray]:
     """values split by key (each part in its original order), in one sort."""
     order = np.argsort(keys, kind="stable")
     keys, values = keys[order], values[order]

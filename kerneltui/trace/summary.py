@@ -135,15 +135,10 @@ def kernel_stats(trace: Trace, gpu: pd.DataFrame | None = None) -> pd.DataFrame:
     table = first.join(stats)
     table["op"] = ops.reindex(table.index).astype(str).to_numpy()
     # instances whose launch call is not in the trace: their op is unknown (analysis/health: no_launch)
-    unlinked = g["launch_row"].to_numpy() < 0
-    if isinstance(g["key"].dtype, pd.CategoricalDtype) and isinstance(table.index, pd.CategoricalIndex):
-        # counted by the key's codes (grouping a million keys as strings took 0.28 s)
-        codes = g["key"].cat.codes.to_numpy()
-        lost = np.bincount(codes[unlinked & (codes >= 0)], minlength=len(g["key"].cat.categories))
-        table["no_launch"] = lost[table.index.codes].astype(np.int64)
-    else:
-        table["no_launch"] = pd.Series(unlinked.astype(np.int64)).groupby(g["key"].to_numpy()).sum().reindex(
-            table.index, fill_value=0).to_numpy()
+    # counted by the key's codes (trace.gpu's key is categorical; grouping a million keys as strings took 0.28 s)
+    codes = g["key"].cat.codes.to_numpy()
+    lost = np.bincount(codes[(g["launch_row"].to_numpy() < 0) & (codes >= 0)], minlength=len(g["key"].cat.categories))
+    table["no_launch"] = lost[table.index.codes].astype(np.int64)
     total = float(summable(trace.gpu["dur"].to_numpy()).sum())
     table["share"] = table["total_ns"] / total if total else 0.0
     table = table.reset_index().sort_values(["total_ns", "key"], ascending=[False, True], kind="stable")
