@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -161,14 +162,19 @@ class Health:
         return [c for c in GPU_CAUSES if CODE[c] in codes and RULES[c].changes_figures]
 
     def overlapped_by(self, row: int) -> np.ndarray:
-        """Rows of trace.gpu that overlap this one (start before it ends, on its stream)."""
+        """Rows of trace.gpu that overlap this one (start before it ends, on its stream), ascending."""
+        sources, targets = self._overlaps_by_target
+        lo, hi = np.searchsorted(targets, [row, row + 1])
+        return sources[lo:hi]
+
+    @cached_property
+    def _overlaps_by_target(self) -> tuple[np.ndarray, np.ndarray]:
+        """(overlapping rows, the row each overlaps), sorted by the latter: made once, not on every
+        move of the browser's selection (a scan of every GPU event, 1 ms at a million)."""
         sources = np.flatnonzero(self.overlapped >= 0)
-        if not len(sources):
-            return sources
         targets = self.overlapped[sources]
         order = np.argsort(targets, kind="stable")
-        lo, hi = np.searchsorted(targets[order], [row, row + 1])
-        return sources[order[lo:hi]]
+        return sources[order], targets[order]
 
     def damage(self) -> list[Cause]:
         """Causes that change figures, worst first."""

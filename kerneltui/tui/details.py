@@ -64,8 +64,7 @@ def launch_details(kernels: Kernels, browse: Browse | None, launch: int, full_na
         rows.append(("kind", f"{KIND_LABEL[kind]}{label}"))
     elif kind != Kind.KERNEL:
         rows.append(("kind", KIND_LABEL[kind]))
-    same = kernels.key_codes == code
-    nth = int(np.count_nonzero(same[:launch])) + 1
+    nth = int(np.count_nonzero(kernels.key_codes[:launch] == code)) + 1  # the launches before it only
     stat = kernels.stats.iloc[int(kernels.stats_row_of_code[code])]
     # most telling first: the narrow layout shows the first six lines without scrolling
     rows.append(("launch", f"{nth:,} of {int(stat['count']):,} · {fmt_ns(int(r['dur']))} · "

@@ -168,6 +168,24 @@ def test_a_kernel_shifted_onto_its_neighbour(tmp_path, gpt_doc):
     assert shifted.gpu["correlation"].iat[int(h.overlapped[moved])] == first
     # it starts half way through the first: half of the first's duration before the first ends
     assert h.overlap_ns[moved] == pytest.approx(by_corr[first]["dur"] * 1000 / 2, abs=1)
+    # the details pane asks the other way: which events overlap the first one
+    overlapped = int(np.flatnonzero(shifted.gpu["correlation"].to_numpy() == first)[0])
+    assert h.overlapped_by(overlapped).tolist() == [moved]
+    assert h.overlapped_by(moved).tolist() == []
+
+
+def test_overlapping_rows_are_found_per_overlapped_row_in_ascending_order():
+    from kerneltui.analysis.health import Health
+
+    # rows 1, 2 and 5 overlap row 0; row 4 overlaps row 2 (asked again and again, as the browser's moves do)
+    overlapped = np.array([-1, 0, 0, -1, 2, 0])
+    h = Health(causes=(), gpu_events=6, launches=6, gpu_cause=np.zeros(6, np.int8), overlapped=overlapped,
+               overlap_ns=np.zeros(6, np.int64), lost_launches=np.empty(0, np.int64))
+    for _ in range(2):
+        assert [h.overlapped_by(row).tolist() for row in range(6)] == [[1, 2, 5], [], [4], [], [], []]
+    sound = Health(causes=(), gpu_events=2, launches=2, gpu_cause=np.zeros(2, np.int8),
+                   overlapped=np.full(2, -1), overlap_ns=np.zeros(2, np.int64), lost_launches=np.empty(0, np.int64))
+    assert sound.overlapped_by(0).tolist() == []
 
 
 def test_a_duplicated_event(tmp_path, gpt_doc):
