@@ -1,4 +1,4 @@
-"""`kerneltui summary --health`: only the health report of a trace (analysis/health.py), for CI.
+"""`kerneltui summary --health`: only the health report of a trace (analysis/health), for CI.
 
 The table names each cause, how many GPU events, launches or steps it holds, their GPU time
 and what it affects; causes that change no figure are listed after the others.
