@@ -5,10 +5,10 @@ traceEvents array on a line of its own at one indentation. JSON strings cannot
 hold a raw newline, so ``"\\n" + indent + "{"`` marks event starts safely: the
 array is cut there into ~16 MB chunks, each decoded as its own JSON array (the C
 scanner reads a chunk's elements where they lie, in a reused buffer, without brackets).
-Layouts without that shape (one-line files) are decoded whole. A file cut off
+Layouts without that shape (one-line files) are decoded whole (whole_file.py). A file cut off
 mid-write keeps every complete event before the cut.
 
-The events are the top-level object's traceEvents, found by walking its structure (TopLevel),
+The events are the top-level object's traceEvents, found by walking its structure (top_level.py),
 never by searching the text: a "traceEvents" nested in another value is not the trace's. A
 repeated top-level key reads as JSON readers read it, the last one, with a warning.
 """
@@ -18,12 +18,10 @@ from __future__ import annotations
 import itertools
 import os
 import re
-from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 
 import msgspec
 import numpy as np
-import orjson
 
 from kerneltui.errors import NotATrace, TraceError
 from kerneltui.trace import ahead, heap, repair, scanner
@@ -33,11 +31,21 @@ from kerneltui.trace.blocks import BlockStream
 from kerneltui.trace.decode import ChunkDecoder, joined_memory
 from kerneltui.trace.events import _ONE_EVENT, events_from_items, events_from_pieces
 from kerneltui.trace.fits import check_fits
-from kerneltui.trace.meta import TOP_KEYS_READ, trace_meta
+from kerneltui.trace.meta import trace_meta
 from kerneltui.trace.pool import ChunkPool
 from kerneltui.trace.repair import Losses
 from kerneltui.trace.schema import EVENT_COLUMNS, MemoryColumns, TraceMeta
 from kerneltui.trace.threads import shared_pool
+from kerneltui.trace.top_level import (
+    BLANK,
+    EVENTS_KEY,
+    TopLevel,
+    keys_after_events,
+    parse_top,
+    repeated_in_whole,
+    repeated_keys,
+)
+from kerneltui.trace.whole_file import loads_repairing
 from kerneltui.trace.worker import FileChanged
 
 _WS = b" \t\r\n"
@@ -115,7 +123,7 @@ class _EventReader:
         if located is None or located[1] is None:
             self._drain()
             # the keys before the array (an earlier traceEvents that is no array among them), the array's
-            self.repeated = _repeated([*self.header_keys, *([EVENTS_KEY] if located and located[0] >= 0 else [])])
+            self.repeated = repeated_keys([*self.header_keys, *([EVENTS_KEY] if located and located[0] >= 0 else [])])
             # No line-per-event layout to cut on: decode the file whole (about 8x its size in memory).
             return self._whole(self._bounded(head, blocks, WHOLE_LIMIT, "not one event per line"))
         start, self.separator = located
@@ -127,17 +135,17 @@ class _EventReader:
             truncated, tail = self._events(memoryview(head)[start + 1 :], blocks, self._file_offset(start + 1))
         except FileChanged:
             raise TraceError(f"{self.stream.path} changed while it was being read: load it again") from None
-        tail_keys = _tail_keys(tail)
-        self.repeated = _repeated([*self.header_keys, EVENTS_KEY, *tail_keys])
+        tail_keys = keys_after_events(tail)
+        self.repeated = repeated_keys([*self.header_keys, EVENTS_KEY, *tail_keys])
         if EVENTS_KEY in tail_keys:
             return self._whole_but_first_array(header, tail)
         truncated = truncated or self.stream.cut_short
-        top, whole = _parse_top(header, tail)
+        top, whole = parse_top(header, tail)
         return self._finish(top, truncated, end_damaged=not whole and not truncated)
 
     def _locate_array(self, head: bytes) -> tuple[int, bytes | None] | None:
         """Index of the events array's "[" and the separator that starts each event."""
-        at = _BLANK.match(head).end()  # (a match, not lstrip: no copy of the block)
+        at = BLANK.match(head).end()  # (a match, not lstrip: no copy of the block)
         if at == len(head):
             return None
         if head[at] == ord("["):
@@ -150,7 +158,7 @@ class _EventReader:
                 return start, None  # no top-level traceEvents array: decoded whole, which says so
         else:
             raise NotATrace(f"{self.stream.path} is not JSON (it starts with {head[at : at + 12]!r})")
-        first = _BLANK.match(head, start + 1).end()
+        first = BLANK.match(head, start + 1).end()
         if first >= len(head):
             return None  # need more bytes to see the first event
         newline = head.rfind(b"\n", start, first)
@@ -340,8 +348,8 @@ class _EventReader:
             self.pool = None
 
     def _whole(self, data: bytes) -> RawTrace:
-        self.repeated = tuple(dict.fromkeys(self.repeated + _repeated_in_whole(data)))
-        doc, truncated = _loads_repairing(data, self.stream.path, self.decoder.losses)
+        self.repeated = tuple(dict.fromkeys(self.repeated + repeated_in_whole(data)))
+        doc, truncated = loads_repairing(data, self.stream.path, self.decoder.losses)
         if truncated is False and self.stream.cut_short:
             truncated = True
         if isinstance(doc, (list, msgspec.Raw)):
@@ -411,99 +419,6 @@ def _array_end_finder(max_indent: int) -> Callable[[bytes | bytearray, int], tup
     return search
 
 
-EVENTS_KEY = "traceEvents"
-# A string (complete when group 1 matched: its closing quote) or a bracket: the structure of JSON
-# text, enough to tell a top-level key from one nested in a value or written inside a string.
-_TOKEN = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*(")?|[\[\]{}]', re.DOTALL)
-_BLANK = re.compile(rb"[ \t\r\n]*")
-
-
-class TopLevel:
-    """The members of a trace's top-level object, read by its structure alone (strings, their escapes,
-    brackets), so a key nested in another value or written inside a string is never taken for one and
-    damage elsewhere hides none. One regex match per token; ``members`` reads on from where its last
-    call stopped, so a text passed again as it grows is walked once."""
-
-    def __init__(self, depth: int = 0):
-        self.at = 0  # where the next call starts reading
-        self.depth = depth  # brackets open there: 0 before the object's "{", 1 inside it
-        self.closed = False  # the object has ended
-
-    def members(self, text: bytes) -> Iterator[tuple[str, int]]:
-        """(key, index of its value) of each member whose value starts within ``text``, in file order."""
-        end, depth = len(text), self.depth
-        for token in _TOKEN.finditer(text, self.at):
-            start = token.start()
-            if text[start] == 0x22:  # '"'
-                if token.group(1) is None:
-                    break  # the text ends inside this string
-                if depth != 1:
-                    continue
-                colon = _BLANK.match(text, token.end()).end()
-                value = _BLANK.match(text, colon + 1).end() if colon < end and text[colon] == 0x3A else -1
-                if colon == end or value == end:
-                    break  # a key, maybe, whose value is not read yet
-                if value > 0:  # a key (a string value is followed by "," or "}")
-                    self.at, self.depth = value, depth
-                    yield _key_text(token.group()), value
-            elif text[start] in b"[{":
-                depth += 1
-            else:
-                depth -= 1
-                if depth <= 0:
-                    self.closed = True
-                    return
-        else:
-            self.at, self.depth = end, depth
-            return
-        self.at, self.depth = start, depth  # read that token again once there is more text
-
-
-def top_level_members(text: bytes, depth: int = 0) -> list[tuple[str, int]]:
-    """(key, index of its value) of each member of the top-level object in ``text``, which starts
-    before the object's "{" (``depth`` 0) or inside it (``depth`` 1)."""
-    return list(TopLevel(depth).members(text))
-
-
-def _key_text(token: bytes) -> str:
-    """A key as JSON readers read it: ``"trace\\u0045vents"`` is traceEvents too."""
-    if b"\\" not in token:
-        return token[1:-1].decode("utf-8", "replace")
-    try:
-        return orjson.loads(repair.escape_lone_surrogates(token) or token)
-    except orjson.JSONDecodeError:
-        return token[1:-1].decode("utf-8", "replace")
-
-
-def _tail_keys(tail: bytes) -> list[str]:
-    """The top-level keys after the events array (``tail`` starts inside the top-level object)."""
-    return [key for key, _ in top_level_members(tail, 1)]
-
-
-def _repeated(keys: list[str]) -> tuple[str, ...]:
-    """The keys kerneltui reads that appear more than once, in order of first appearance."""
-    counts = Counter(keys)
-    return tuple(key for key, n in counts.items() if n > 1 and key in TOP_KEYS_READ)
-
-
-_EVENTS_KEY_TEXT = b'"traceEvents"'
-
-
-def _repeated_in_whole(data: bytes) -> tuple[str, ...]:
-    """Repeated top-level keys of a file decoded whole, looked for only where "traceEvents" is
-    written as a key twice (a find, not a walk: walking a whole file costs about what decoding it
-    does). orjson keeps the last of each anyway, as JSON readers do."""
-    at, seen = 0, 0
-    while seen < 2:
-        at = data.find(_EVENTS_KEY_TEXT, at)
-        if at < 0:
-            return ()
-        at += len(_EVENTS_KEY_TEXT)
-        colon = _BLANK.match(data, at).end()
-        seen += data[colon : colon + 1] == b":"
-    return _repeated([key for key, _ in top_level_members(data)])
-
-
 def events_from_pieces_strict(piece: bytes):
     """The last event of a cut-off file: only if it is whole JSON (else ValueError)."""
     piece = repair.escape_lone_surrogates(piece) or piece
@@ -513,131 +428,3 @@ def events_from_pieces_strict(piece: bytes):
         return events_from_pieces([piece], Losses())
     except msgspec.DecodeError:
         raise ValueError("cut off") from None
-
-
-def _parse_top(header: bytes, tail: bytes) -> tuple[dict, bool]:
-    """The top-level keys besides traceEvents, and whether the file's end is whole."""
-    header = repair.escape_lone_surrogates(header) or header
-    tail = repair.escape_lone_surrogates(tail) or tail
-    if not header.strip(_WS) or header.strip(_WS) == b"[":
-        whole = not header.strip(_WS) or tail.strip(_WS) == b""
-        return {}, whole
-    for closing, whole in ((b"[]" + tail, True), (b"[]}", False)):
-        try:
-            top = orjson.loads(header + closing)
-        except (orjson.JSONDecodeError, RecursionError):
-            continue
-        if isinstance(top, dict):
-            top.pop("traceEvents", None)
-            return top, whole
-    return {}, False
-
-
-def _loads_repairing(data: bytes, path, losses: Losses) -> tuple[object, bool]:
-    """orjson.loads; else the file with its damaged events cut out; else the longest prefix that closes."""
-    if not data.strip(_WS):
-        raise NotATrace(f"{path} holds only whitespace: not a trace")
-    stripped = data.lstrip(_WS)
-    if stripped[:1] not in (b"{", b"["):
-        raise NotATrace(f"{path} is not JSON (it starts with {stripped[:12]!r})")
-    cut_out = 0
-    escaped = False
-    while True:
-        try:
-            return _loads(data), False
-        except orjson.JSONDecodeError as exc:
-            error_at = exc.pos
-        if not escaped:  # lone surrogates first: orjson refuses the whole text for one
-            escaped = True
-            fixed = repair.escape_lone_surrogates(data)
-            if fixed is not None:
-                data = fixed
-                continue
-        # One damaged event: cut it out (from the boundary before the error to the one after).
-        before = _last_boundary(data, error_at)
-        after = _EVENT_BOUNDARY.search(data, error_at)
-        if before is None or after is None or cut_out >= _MAX_CUT_OUT:
-            break
-        piece = data[before + 1 : after.start() + 1].strip(_WS).lstrip(b",").strip(_WS)
-        try:
-            item = repair.load_piece(piece)  # NaN and Infinity are Python's, not JSON
-        except ValueError as exc:
-            losses.events[str(exc)] += 1
-        else:
-            try:  # kept, re-encoded in place (NaN becomes null: that field alone is lost later)
-                text = msgspec.json.encode(item)
-            except (msgspec.EncodeError, UnicodeError, RecursionError, TypeError, ValueError):
-                losses.events[repair.CORRUPT] += 1  # a value no JSON text holds (lone surrogates are escaped by now)
-            else:
-                data = data[: before + 1] + b", " + text + data[after.start() + 1 :]
-                cut_out += 1
-                continue
-        data = data[: before + 1] + data[after.start() + 1 :]
-        cut_out += 1
-    return _prefix_that_closes(data, stripped[:1], path), True
-
-
-_EVENT_BOUNDARY = re.compile(rb"\}\s*,\s*\{")
-_MAX_CUT_OUT = 64
-
-
-def _last_boundary(data: bytes, pos: int) -> int | None:
-    """Index of the "}" that ends the last event before ``pos``."""
-    at = pos
-    while True:
-        at = data.rfind(b",", 0, at)
-        if at < 0:
-            return None
-        close = data[:at].rstrip(_WS)
-        if close.endswith(b"}") and data[at + 1 :].lstrip(_WS)[:1] == b"{":
-            return len(close) - 1
-
-
-def _loads(data: bytes):
-    try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError as exc:
-        if "recursion" not in str(exc):
-            raise
-        try:
-            return _shallow(data)  # valid JSON nested deeper than orjson's limit (1024)
-        except (msgspec.DecodeError, RecursionError):
-            raise exc from None
-
-
-_TOP = msgspec.json.Decoder(dict[str, msgspec.Raw] | list[msgspec.Raw])
-
-
-def _shallow(data: bytes):
-    """The document one level deep: the events stay raw JSON for the typed decoder, which skips
-    (without recursing into) the fields it does not name; other top-level keys are parsed if they can be."""
-    top = _TOP.decode(data)
-    if isinstance(top, list):
-        return msgspec.Raw(data)
-    out = {}
-    for key, value in top.items():
-        if key == "traceEvents":
-            out[key] = value
-            continue
-        try:
-            out[key] = orjson.loads(bytes(value))
-        except orjson.JSONDecodeError:
-            pass  # a top-level key nested past the limit: as good as absent
-    return out
-
-
-def _prefix_that_closes(data: bytes, opener: bytes, path) -> object:
-    closer = b"]" if opener == b"[" else b"]}"
-    boundaries = [m.start() for m in _EVENT_BOUNDARY.finditer(data, max(0, len(data) - (4 << 20)))]
-    for at in reversed(boundaries[-_MAX_CUT_OUT:]):
-        try:
-            return _loads(data[: at + 1] + closer)
-        except orjson.JSONDecodeError:
-            continue
-    end = data.rfind(b"}")
-    if end >= 0:
-        try:
-            return _loads(data[: end + 1] + closer)
-        except orjson.JSONDecodeError:
-            pass
-    raise TraceError(f"{path} is not valid JSON and no complete event could be recovered from it")

@@ -14,7 +14,8 @@ import pytest
 from kerneltui.errors import TraceError
 from kerneltui.terminal_text import printable
 from kerneltui.trace import load_trace
-from kerneltui.trace.load import TopLevel, read_trace, top_level_members
+from kerneltui.trace.load import read_trace
+from kerneltui.trace.top_level import TopLevel, top_level_members
 from tests import fuzzing
 
 TOP = {"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "NVIDIA H200", "numSms": 132}],
