@@ -112,7 +112,7 @@ def _link_ops(g: pd.DataFrame, events: pd.DataFrame, names: list[str], nesting) 
     if g["graph"].any():
         op_names = op_names.add_categories([GRAPH_OP]) if GRAPH_OP not in op_names.categories else op_names
         op_names[g["graph"].to_numpy()] = GRAPH_OP
-    g["op"] = op_names.remove_unused_categories()
+    g["op"] = used_only(op_names)
 
 
 def names_categorical(names: list[str], codes: np.ndarray) -> pd.Categorical:
@@ -126,6 +126,22 @@ def names_categorical(names: list[str], codes: np.ndarray) -> pd.Categorical:
     return pd.Categorical.from_codes(np.where(codes >= 0, codes, empty), categories=categories)
 
 
+def used_only(c: pd.Categorical) -> pd.Categorical:
+    """``c.remove_unused_categories()``, by a count of the codes rather than pandas' sort of them (three
+    per GPU table: 0.17 s of its 0.7 s at a million launches)."""
+    n = len(c.categories)
+    if not n:
+        return c.remove_unused_categories()
+    codes = np.asarray(c.codes)
+    missing = codes < 0
+    used = np.flatnonzero(np.bincount(codes[~missing] if missing.any() else codes, minlength=n))
+    position = np.full(n, -1, np.int64)
+    position[used] = np.arange(len(used))
+    kept = position[np.where(missing, 0, codes)]
+    return pd.Categorical.from_codes(np.where(missing, -1, kept), categories=c.categories[used], ordered=c.ordered,
+                                     validate=False)
+
+
 def _keys(g: pd.DataFrame, events: pd.DataFrame, names: list[str]) -> None:
     """key = full name (+ @hash when one Triton name has several hashes); short = display name."""
     op = g["op_row"].to_numpy()
@@ -133,8 +149,8 @@ def _keys(g: pd.DataFrame, events: pd.DataFrame, names: list[str]) -> None:
     hash_code = np.where(op >= 0, events["kernel_hash"].to_numpy()[safe_op], -1)
     # the hash belongs to the kernel only if its op is the Triton launch of that same name
     hash_code = np.where(events["name"].to_numpy()[safe_op] == g["name"].to_numpy(), hash_code, -1)
-    full = names_categorical(names, g["name"].to_numpy()).remove_unused_categories()
-    hashes = names_categorical(names, hash_code).remove_unused_categories()
+    full = used_only(names_categorical(names, g["name"].to_numpy()))
+    hashes = used_only(names_categorical(names, hash_code))
     g["full_name"] = full
     g["kernel_hash"] = hashes
     shorts = short_names(full.categories)
