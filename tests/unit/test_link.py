@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import numpy as np
 import orjson
+import pandas as pd
 import pytest
 
 from kerneltui.trace import load_trace
@@ -135,3 +137,22 @@ def test_same_triton_name_with_two_hashes_stays_two_kernels(tmp_path):
         "triton_poi_fused__to_copy_5@aaaaaa",
         "triton_poi_fused__to_copy_5@bbbbbb",
     ]
+
+
+@pytest.mark.parametrize("codes, categories", [
+    ([2, -1, 0, 2, 5], list("abcdef")),  # unused at the start, middle and end; a missing value
+    ([-1, -1], list("ab")),  # nothing used
+    ([], list("ab")),  # no rows
+    ([-1], []),  # no categories
+    (list(range(300)) * 2 + [299], [f"k{i}" for i in range(400)]),  # int16 codes that fit int16 still
+    ([0, 1, 129], [f"k{i}" for i in range(130)]),  # 130 categories (int16), 3 used: int8 after
+])
+def test_used_only_is_remove_unused_categories(codes, categories):
+    from kerneltui.trace.link import used_only
+
+    for ordered in (False, True):
+        c = pd.Categorical.from_codes(np.asarray(codes, np.int64), categories=categories, ordered=ordered)
+        expected, got = c.remove_unused_categories(), used_only(c)
+        pd.testing.assert_extension_array_equal(got, expected)
+        assert got.codes.dtype == expected.codes.dtype
+        assert list(got.categories) == list(expected.categories)
