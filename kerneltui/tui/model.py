@@ -41,6 +41,7 @@ from kerneltui.analysis.overview import Overview, overview
 from kerneltui.trace.filters import name_pattern
 from kerneltui.trace.fits import available_memory
 from kerneltui.trace.intervals import index_dtype
+from kerneltui.trace.link import first_of_codes
 from kerneltui.trace.model import Trace
 from kerneltui.trace.schema import Kind
 from kerneltui.trace.summary import TraceSummary, kernel_stats, summarize
@@ -137,13 +138,8 @@ def build_kernels(trace: Trace) -> Kernels:
     short, full = [""] * len(categories), [""] * len(categories)
     if len(g):
         # the first launch of each key, and its names through the categoricals: astype(str) on a million
-        # rows materialised a million strings (0.8 s of a warm open). First launches by a minimum per
-        # code: np.unique's sort of a million codes took 80-100 ms before the first table
-        keyed = np.flatnonzero(codes >= 0)
-        first_of = np.full(len(categories), len(codes), np.int64)
-        np.minimum.at(first_of, codes[keyed], keyed)
-        distinct = np.flatnonzero(first_of < len(codes))
-        first = first_of[distinct]
+        # rows materialised a million strings (0.8 s of a warm open)
+        distinct, first = first_of_codes(codes, len(categories))
         short_values = NamesByCode(g["short"])[first]
         full_values = NamesByCode(g["full_name"])[first]
         for code, s_name, f_name in zip(distinct.tolist(), short_values, full_values):
