@@ -156,3 +156,20 @@ def test_used_only_is_remove_unused_categories(codes, categories):
         pd.testing.assert_extension_array_equal(got, expected)
         assert got.codes.dtype == expected.codes.dtype
         assert list(got.categories) == list(expected.categories)
+
+
+@pytest.mark.parametrize("codes, n", [
+    ([3, -1, 0, 3, 1, 0, -1], 5),  # code 2 and 4 absent; -1 (none) left out
+    ([-1, -1], 2),
+    ([], 0),
+    ([0], 1),
+])
+def test_first_of_codes_is_each_codes_first_row(codes, n):
+    from kerneltui.trace.link import first_of_codes
+
+    codes = np.asarray(codes, np.int64)
+    distinct, first = first_of_codes(codes, n)
+    unique, at = np.unique(codes, return_index=True)
+    assert distinct.tolist() == unique[unique >= 0].tolist()
+    assert first.tolist() == at[unique >= 0].tolist()
+    assert first_of_codes(np.array([3, -1, 0, 3, 1, 0, -1]), 5)[1].tolist() == [2, 4, 0]  # codes 0, 1, 3
