@@ -45,6 +45,7 @@ import pandas as pd
 
 from kerneltui.analysis.traffic import copy_kind
 from kerneltui.terminal_text import printable
+from kerneltui.trace.link import first_of_codes
 from kerneltui.trace.model import Trace
 from kerneltui.trace.schema import Kind
 from kerneltui.trace.threads import shared_pool
@@ -457,10 +458,9 @@ def _first_per_code(codes: np.ndarray, values, n: int) -> tuple[str, ...]:
     out = [""] * n
     if not len(codes):
         return tuple(out)
-    distinct, first = np.unique(codes, return_index=True)
+    distinct, first = first_of_codes(codes, n)
     for code, value in zip(distinct.tolist(), values[first]):
-        if code >= 0:
-            out[int(code)] = printable(str(value))
+        out[code] = printable(str(value))
     return tuple(out)
 
 

@@ -27,6 +27,7 @@ import pandas as pd
 
 from kerneltui.analysis.attribution import attribute, place_codes
 from kerneltui.analysis.explore.context import LaunchContext, frozen
+from kerneltui.trace.link import first_of_codes
 from kerneltui.trace.model import Trace
 
 GROUPINGS = ("kernel", "op", "module", "source", "step")
@@ -90,7 +91,7 @@ class GroupIndex:
         n_keys = len(self.key_names)
         short = [""] * n_keys
         if len(g):
-            distinct, first = np.unique(self.key_codes, return_index=True)
+            distinct, first = first_of_codes(self.key_codes, n_keys)
             short_cat = g["short"].cat
             shorts = short_cat.categories[short_cat.codes.to_numpy()[first]]
             for code, s in zip(distinct.tolist(), shorts):

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from kerneltui.analysis.explore.context import frozen
+from kerneltui.trace.link import first_of_codes
 from kerneltui.trace.model import Trace
 from kerneltui.trace.per_trace import PerTrace
 from kerneltui.trace.schema import Kind
@@ -65,7 +66,7 @@ def _build(trace: Trace) -> RangeIndex:
     codes = key.codes.to_numpy().astype(np.int64)
     short = [""] * len(key.categories)
     if len(g):
-        distinct, first = np.unique(codes, return_index=True)
+        distinct, first = first_of_codes(codes, len(short))
         short_cat = g["short"].cat
         for code, s in zip(distinct.tolist(), short_cat.categories[short_cat.codes.to_numpy()[first]]):
             short[code] = str(s)
