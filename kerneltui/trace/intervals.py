@@ -77,10 +77,15 @@ class Nesting:
         t = np.asarray(t, dtype=np.int64)
         out = np.full(len(t), -1, np.int64)
         target = self.open_count(t) - 1
-        for depth in np.unique(target):
+        # the queries grouped by depth in one radix sort (np.unique's sort and a compare per depth cost
+        # 0.2 s for a million launches); each group ascending, as the sort is stable
+        order = stable_argsort(target)
+        ordered = target[order]
+        bounds = np.flatnonzero(ordered[1:] != ordered[:-1]) + 1
+        starts_at = np.concatenate(([0], bounds)) if len(ordered) else bounds
+        for depth, queries in zip(ordered[starts_at].tolist(), np.split(order, bounds)):
             if depth < 0 or depth not in self.by_depth:
                 continue
-            queries = np.flatnonzero(target == depth)
             candidates = self.by_depth[depth]
             at = np.searchsorted(self.starts[candidates], t[queries], side="right") - 1
             found = at >= 0
