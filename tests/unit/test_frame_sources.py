@@ -99,3 +99,15 @@ def test_a_few_frames_are_named_alone_and_the_same(path):
     assert frames._named_frames.built(trace) is None  # the few-frames path ran: nothing kept
     assert list(zip(got["source"], got["module"])) == climbed(trace, few)
     assert (got["source"] != "").any()
+
+
+def test_split_by_keeps_each_parts_order_keys_ascending():
+    from kerneltui.trace.frames import split_by
+
+    keys = np.array([7, -1, 3, 7, 3, 7, 70_000])  # a key range past 2**16 too (no radix sort then)
+    parts = split_by(keys, np.array([10, 11, 12, 13, 14, 15, 16]))
+    assert list(parts) == [-1, 3, 7, 70_000]
+    assert {k: v.tolist() for k, v in parts.items()} == {-1: [11], 3: [12, 14], 7: [10, 13, 15], 70_000: [16]}
+    small = split_by(np.array([2, 1, 2, 1], np.int16), np.arange(4))
+    assert {k: v.tolist() for k, v in small.items()} == {1: [1, 3], 2: [0, 2]}
+    assert split_by(np.array([], np.int64), np.array([], np.int64)) == {}
