@@ -34,7 +34,7 @@ def _direction(text: bytes) -> str:
     """"f32→bf16" when a copy_ record converts float32 <-> bf16/fp16 (types [dst, src, ...]), else ""."""
     shapes = parse_shapes(text)
     types = (shapes or {}).get("types") or []
-    if len(types) < 2 or not all(isinstance(t, str) for t in types[:2]):
+    if not isinstance(types, list) or len(types) < 2 or not all(isinstance(t, str) for t in types[:2]):
         return ""
     dst, src = types[0], types[1]
     if {dst, src} & LOW and "float" in (dst, src) and dst != src:

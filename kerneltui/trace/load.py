@@ -36,7 +36,7 @@ from kerneltui.trace.pool import ChunkPool
 from kerneltui.trace.repair import Losses
 from kerneltui.trace.schema import EVENT_COLUMNS, MemoryColumns, TraceMeta
 from kerneltui.trace.threads import shared_pool
-from kerneltui.trace.top_level import (
+from kerneltui.trace.top_level import (  # noqa: F401 - top_level_members: public here as before
     BLANK,
     EVENTS_KEY,
     TopLevel,
@@ -44,6 +44,7 @@ from kerneltui.trace.top_level import (
     parse_top,
     repeated_in_whole,
     repeated_keys,
+    top_level_members,
 )
 from kerneltui.trace.whole_file import loads_repairing
 from kerneltui.trace.worker import FileChanged

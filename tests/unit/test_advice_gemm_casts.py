@@ -171,6 +171,19 @@ def test_unfused_casts_fire_by_count_per_step(tmp_path):
     assert f.confidence == "medium"
 
 
+@pytest.mark.parametrize("types", [5, True, {"dst": "c10::BFloat16"}])
+def test_a_cast_whose_input_types_are_no_list_is_no_cast(tmp_path, types):
+    """A damaged record ("Input type": 5, as a retyped field in a fuzzed trace) says no direction: the rule
+    counts no cast from it, where it raised TypeError (len() of an int) and took the browser's second stage."""
+    b = TraceBuilder()
+    with b.step():
+        for _ in range(4):
+            with b.region("aten::to"), b.region("aten::_to_copy"):
+                b.op("aten::copy_", [[1000, 1000], [1000, 1000]], types, kernels=[(CAST, 10.0)])
+        b.op("aten::relu", [[1000, 1000]], [BF], kernels=[(RELU, 60.0)])
+    assert "unfused_casts" not in rules(b.write(tmp_path / "casts.json"))
+
+
 def test_unfused_casts_fire_on_the_gpt_step():
     """Autocast bf16: weights cast down in the forward, gradients cast back up (ToCopyBackward0)."""
     f = shipped("gpt_train_eager.json.gz")["unfused_casts"]

@@ -110,4 +110,8 @@ def test_split_by_keeps_each_parts_order_keys_ascending():
     assert {k: v.tolist() for k, v in parts.items()} == {-1: [11], 3: [12, 14], 7: [10, 13, 15], 70_000: [16]}
     small = split_by(np.array([2, 1, 2, 1], np.int16), np.arange(4))
     assert {k: v.tolist() for k, v in small.items()} == {1: [1, 3], 2: [0, 2]}
+    # int64 thread lanes within 2**16 of each other: the radix sort's path, ties kept in input order
+    lanes = split_by(np.array([9, 4, -3, 9, 4, 9], np.int64), np.array([0, 1, 2, 3, 4, 5]))
+    assert {k: v.tolist() for k, v in lanes.items()} == {-3: [2], 4: [1, 4], 9: [0, 3, 5]}
+    assert list(lanes) == [-3, 4, 9] and all(type(k) is int for k in lanes)
     assert split_by(np.array([], np.int64), np.array([], np.int64)) == {}

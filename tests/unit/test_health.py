@@ -1,4 +1,4 @@
-"""Trace health (analysis/health.py): every trace the tests hold gets a stated report, and real traces
+"""Trace health (analysis/health): every trace the tests hold gets a stated report, and real traces
 damaged one way each are counted exactly, nothing else flagged."""
 
 from __future__ import annotations
@@ -183,6 +183,10 @@ def test_overlapping_rows_are_found_per_overlapped_row_in_ascending_order():
                overlap_ns=np.zeros(6, np.int64), lost_launches=np.empty(0, np.int64))
     for _ in range(2):
         assert [h.overlapped_by(row).tolist() for row in range(6)] == [[1, 2, 5], [], [4], [], [], []]
+    # slices of one index made once: read-only, so no caller can change what the next one is told
+    assert h.overlapped_by(0).base is h.overlapped_by(2).base and not h.overlapped_by(0).flags.writeable
+    with pytest.raises(ValueError):
+        h.overlapped_by(0)[:] = 4
     sound = Health(causes=(), gpu_events=2, launches=2, gpu_cause=np.zeros(2, np.int8),
                    overlapped=np.full(2, -1), overlap_ns=np.zeros(2, np.int64), lost_launches=np.empty(0, np.int64))
     assert sound.overlapped_by(0).tolist() == []

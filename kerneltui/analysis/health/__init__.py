@@ -55,7 +55,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kerneltui.analysis.health.causes import (  # noqa: F401 - the package's names, as before the split
+from kerneltui.analysis.health.causes import (  # noqa: F401 - the package's public names
     ABSTAIN_ON,
     CODE,
     DAMAGE_LIMIT,
@@ -73,7 +73,11 @@ from kerneltui.analysis.health.findings import (
     launch_cause_list,
     step_causes,
 )
-from kerneltui.analysis.health.gpu_events import (
+from kerneltui.analysis.health.gpu_events import (  # noqa: F401 - the limits named above, public here too
+    PDL_LAUNCHES,
+    PDL_NS,
+    PDL_SHARE,
+    UNSPANNED_FACTOR,
     duplicates,
     overlaps,
     pdl_explained,

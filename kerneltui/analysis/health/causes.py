@@ -110,7 +110,9 @@ class Health:
         sources = np.flatnonzero(self.overlapped >= 0)
         targets = self.overlapped[sources]
         order = np.argsort(targets, kind="stable")
-        return sources[order], targets[order]
+        sources, targets = sources[order], targets[order]
+        sources.flags.writeable = targets.flags.writeable = False  # overlapped_by hands out slices of it
+        return sources, targets
 
     def damage(self) -> list[Cause]:
         """Causes that change figures, worst first."""

@@ -1,4 +1,4 @@
-"""`H`: the trace's health report, whole (analysis/health.py): what it cannot be trusted for, by cause."""
+"""`H`: the trace's health report, whole (analysis/health): what it cannot be trusted for, by cause."""
 
 from __future__ import annotations
 
