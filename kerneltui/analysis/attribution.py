@@ -45,8 +45,8 @@ import pandas as pd
 
 from kerneltui.analysis.compare.phases import OPTIMIZER_PREFIXES, gpu_compiled, gpu_phases, named_rows
 from kerneltui.analysis.provenance.join import records_of
-from kerneltui.trace.frames import MODULE_FRAME, innermost_frames, sources, split_by
-from kerneltui.trace.intervals import Nesting
+from kerneltui.trace.frames import MODULE_FRAME, innermost_frames, sources
+from kerneltui.trace.intervals import Nesting, split_by
 from kerneltui.trace.model import Trace
 from kerneltui.trace.schema import Kind
 

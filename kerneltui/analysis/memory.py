@@ -23,8 +23,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from kerneltui.trace.frames import innermost_frames, sources, split_by
-from kerneltui.trace.intervals import Nesting
+from kerneltui.trace.frames import innermost_frames, sources
+from kerneltui.trace.intervals import Nesting, split_by
 from kerneltui.trace.schema import Kind
 
 MEMORY_NAME = "[memory]"

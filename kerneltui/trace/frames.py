@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from kerneltui.trace.intervals import Nesting, index_dtype, stable_argsort
+from kerneltui.trace.intervals import Nesting, index_dtype, split_by
 from kerneltui.trace.link import lookup
 from kerneltui.trace.per_trace import PerTrace
 from kerneltui.trace.schema import Kind
@@ -55,17 +55,6 @@ def innermost_frames(trace: Trace, launch_lane: np.ndarray, launch_ts: np.ndarra
         found = Nesting(ts, ts + ev["dur"].to_numpy()[rows]).innermost(launch_ts[which])
         out[which] = np.where(found >= 0, rows[np.clip(found, 0, None)], -1)
     return out
-
-
-def split_by(keys: np.ndarray, values: np.ndarray) -> dict[int, np.ndarray]:
-    """values split by key (each part in its original order), in one sort: a radix sort where the keys
-    span under 2**16 (threads), and the parts' bounds read off the sorted keys (np.unique sorted them
-    again: 0.1 s a call at a million launches)."""
-    order = stable_argsort(keys)
-    keys, values = keys[order], values[order]
-    bounds = np.flatnonzero(keys[1:] != keys[:-1]) + 1
-    starts = np.concatenate(([0], bounds)) if len(keys) else bounds
-    return dict(zip(map(int, keys[starts].tolist()), np.split(values, bounds)))
 
 
 def sources(trace: Trace, frame_rows: np.ndarray) -> pd.DataFrame:

@@ -102,7 +102,7 @@ def test_a_few_frames_are_named_alone_and_the_same(path):
 
 
 def test_split_by_keeps_each_parts_order_keys_ascending():
-    from kerneltui.trace.frames import split_by
+    from kerneltui.trace.intervals import split_by
 
     keys = np.array([7, -1, 3, 7, 3, 7, 70_000])  # a key range past 2**16 too (no radix sort then)
     parts = split_by(keys, np.array([10, 11, 12, 13, 14, 15, 16]))
