@@ -154,6 +154,19 @@ def first_of_codes(codes: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
     return distinct, first[distinct]
 
 
+def names_per_key(g: pd.DataFrame, column: str) -> list[str]:
+    """Per code of ``g["key"]``: the ``column`` name (a categorical of ``g``) of the key's first launch, ""
+    for a key no launch has; through the categories, not a string per row."""
+    key = g["key"].cat
+    out = [""] * len(key.categories)
+    distinct, first = first_of_codes(key.codes.to_numpy(), len(out))
+    col = g[column].cat
+    names = np.array([str(c) for c in col.categories] + [""], dtype=object)  # code -1 reads the trailing ""
+    for code, name in zip(distinct.tolist(), names[col.codes.to_numpy()[first]].tolist()):
+        out[code] = name
+    return out
+
+
 def _keys(g: pd.DataFrame, events: pd.DataFrame, names: list[str]) -> None:
     """key = full name (+ @hash when one Triton name has several hashes); short = display name."""
     op = g["op_row"].to_numpy()

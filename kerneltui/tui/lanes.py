@@ -45,7 +45,7 @@ import pandas as pd
 
 from kerneltui.analysis.traffic import copy_kind
 from kerneltui.terminal_text import printable
-from kerneltui.trace.link import first_of_codes
+from kerneltui.trace.link import names_per_key
 from kerneltui.trace.model import Trace
 from kerneltui.trace.schema import Kind
 from kerneltui.trace.threads import shared_pool
@@ -276,8 +276,8 @@ def lanes_from_trace(trace: Trace, origin: int | None = None, op_depths: int = 8
     codes = key.codes.to_numpy()
     # names through their categoricals: astype(str) would build a million strings
     full_names = NamesByCode(g["full_name"])
-    short_by_key = _first_per_code(codes, NamesByCode(g["short"]), len(key.categories))
-    full_by_key = _first_per_code(codes, full_names, len(key.categories))
+    short_by_key = tuple(printable(name) for name in names_per_key(g, "short"))
+    full_by_key = tuple(printable(name) for name in names_per_key(g, "full_name"))
     lanes = []
     ts, end = g["ts"].to_numpy() - origin, g["end"].to_numpy() - origin
     kinds = g["kind"].to_numpy()
@@ -452,16 +452,6 @@ class NamesByCode:
         if self.codes is None:
             return self.categories[rows]
         return self.categories[self.codes[rows]]  # code -1 (missing) reads the trailing ""
-
-
-def _first_per_code(codes: np.ndarray, values, n: int) -> tuple[str, ...]:
-    out = [""] * n
-    if not len(codes):
-        return tuple(out)
-    distinct, first = first_of_codes(codes, n)
-    for code, value in zip(distinct.tolist(), values[first]):
-        out[code] = printable(str(value))
-    return tuple(out)
 
 
 def _thread_label(lanes: pd.DataFrame, lane: int) -> str:

@@ -41,14 +41,13 @@ from kerneltui.analysis.overview import Overview, overview
 from kerneltui.trace.filters import name_pattern
 from kerneltui.trace.fits import available_memory
 from kerneltui.trace.intervals import index_dtype
-from kerneltui.trace.link import first_of_codes
+from kerneltui.trace.link import names_per_key
 from kerneltui.trace.model import Trace
 from kerneltui.trace.schema import Kind
 from kerneltui.trace.summary import TraceSummary, kernel_stats, summarize
 from kerneltui.trace.threads import in_background
 from kerneltui.tui.lanes import (
     Lane,
-    NamesByCode,
     _threads_by_launches,
     lanes_from_trace,
     op_lanes,
@@ -135,15 +134,9 @@ def build_kernels(trace: Trace) -> Kernels:
     key = g["key"].cat
     categories = [str(c) for c in key.categories]
     codes = key.codes.to_numpy().astype(np.int64)
-    short, full = [""] * len(categories), [""] * len(categories)
-    if len(g):
-        # the first launch of each key, and its names through the categoricals: astype(str) on a million
-        # rows materialised a million strings (0.8 s of a warm open)
-        distinct, first = first_of_codes(codes, len(categories))
-        short_values = NamesByCode(g["short"])[first]
-        full_values = NamesByCode(g["full_name"])[first]
-        for code, s_name, f_name in zip(distinct.tolist(), short_values, full_values):
-            short[code], full[code] = s_name, f_name
+    # each key's names through the categoricals: astype(str) on a million rows materialised a million
+    # strings (0.8 s of a warm open)
+    short, full = names_per_key(g, "short"), names_per_key(g, "full_name")
     position = {k: i for i, k in enumerate(categories)}
     stats_code = np.array([position[k] for k in stats["key"]], np.int64)
     stats_row_of_code = np.full(len(categories), -1, np.int64)

@@ -173,3 +173,14 @@ def test_first_of_codes_is_each_codes_first_row(codes, n):
     assert distinct.tolist() == unique[unique >= 0].tolist()
     assert first.tolist() == at[unique >= 0].tolist()
     assert first_of_codes(np.array([3, -1, 0, 3, 1, 0, -1]), 5)[1].tolist() == [2, 4, 0]  # codes 0, 1, 3
+
+
+def test_names_per_key_are_each_keys_first_launchs_names():
+    from kerneltui.trace.link import names_per_key
+
+    g = load_trace(shared_trace("gpt_train_eager")).gpu
+    first = g.groupby("key", observed=True, sort=False).head(1)  # each key's first launch, in row order
+    for column in ("short", "full_name"):
+        names = names_per_key(g, column)
+        assert len(names) == len(g["key"].cat.categories)
+        assert [names[c] for c in first["key"].cat.codes] == first[column].astype(str).tolist()

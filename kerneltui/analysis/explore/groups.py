@@ -27,7 +27,7 @@ import pandas as pd
 
 from kerneltui.analysis.attribution import attribute, place_codes
 from kerneltui.analysis.explore.context import LaunchContext, frozen
-from kerneltui.trace.link import first_of_codes
+from kerneltui.trace.link import names_per_key
 from kerneltui.trace.model import Trace
 
 GROUPINGS = ("kernel", "op", "module", "source", "step")
@@ -88,15 +88,7 @@ class GroupIndex:
         key = g["key"].cat
         self.key_codes = key.codes.to_numpy().astype(np.int64)
         self.key_names = tuple(str(c) for c in key.categories)
-        n_keys = len(self.key_names)
-        short = [""] * n_keys
-        if len(g):
-            distinct, first = first_of_codes(self.key_codes, n_keys)
-            short_cat = g["short"].cat
-            shorts = short_cat.categories[short_cat.codes.to_numpy()[first]]
-            for code, s in zip(distinct.tolist(), shorts):
-                short[code] = str(s)
-        self.key_short = tuple(short)
+        self.key_short = tuple(names_per_key(g, "short"))
         self.key_rank = _ranks(self.key_names)
         self._built: dict[str, Grouping] = {}
         self._class_sums: dict[str, tuple[np.ndarray, ClassSums | None]] = {}  # by -> (its classes, their sums)

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from kerneltui.analysis.explore.context import frozen
-from kerneltui.trace.link import first_of_codes
+from kerneltui.trace.link import names_per_key
 from kerneltui.trace.model import Trace
 from kerneltui.trace.per_trace import PerTrace
 from kerneltui.trace.schema import Kind
@@ -64,12 +64,7 @@ def _build(trace: Trace) -> RangeIndex:
     end = g["end"].to_numpy()
     key = g["key"].cat
     codes = key.codes.to_numpy().astype(np.int64)
-    short = [""] * len(key.categories)
-    if len(g):
-        distinct, first = first_of_codes(codes, len(short))
-        short_cat = g["short"].cat
-        for code, s in zip(distinct.tolist(), short_cat.categories[short_cat.codes.to_numpy()[first]]):
-            short[code] = str(s)
+    short = names_per_key(g, "short")
     kind = g["kind"].to_numpy()
     own = g["bytes"].to_numpy().astype(np.float64)
     own = np.where((kind != Kind.KERNEL) & (own >= 0), own, np.nan)
