@@ -186,7 +186,7 @@ static void index_bytes(void) {
 static inline void skip_ws(Cur *c) {
     const u8 *p = c->p, *e = c->end;
     while (p < e && IS_WS[*p]) {
-        p++;
+        if (*p++ != '\n') continue;
         while (e - p >= 8) { /* an indentation: eight spaces at a time */
             uint64_t v;
             memcpy(&v, p, 8);
@@ -293,27 +293,32 @@ static int unescape(const u8 *s, size_t n, Buf *scratch) {
     return 0;
 }
 
+#if defined(__SSE2__)
+/* Which of the sixteen bytes at p a string does not hold as they are: '"', '\\', a control byte or
+   non-ASCII (as signed bytes, control and non-ASCII bytes are both below ' '), one bit each. */
+static inline unsigned special_bytes(const u8 *p) {
+    const __m128i quote = _mm_set1_epi8('"'), slash = _mm_set1_epi8('\\'), space = _mm_set1_epi8(' ');
+    __m128i v = _mm_loadu_si128((const __m128i *)p);
+    __m128i special = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, slash)),
+                                   _mm_cmplt_epi8(v, space));
+    return (unsigned)_mm_movemask_epi8(special);
+}
+#endif
+
 /* A string at c->p ('"'): validated; its raw span in *out (escaped set if it has escapes). */
 static int scan_string(Cur *c, Str *out) {
     const u8 *p = c->p + 1, *e = c->end, *start = p;
     int escaped = 0;
     for (;;) {
 #if defined(__SSE2__)
-        /* sixteen bytes at a time while none is '"', '\\', a control byte or non-ASCII (as signed
-           bytes, control and non-ASCII bytes are both below ' ') */
-        {
-            const __m128i quote = _mm_set1_epi8('"'), slash = _mm_set1_epi8('\\'), space = _mm_set1_epi8(' ');
-            while (e - p >= 16) {
-                __m128i v = _mm_loadu_si128((const __m128i *)p);
-                __m128i special = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, slash)),
-                                               _mm_cmplt_epi8(v, space));
-                unsigned hits = (unsigned)_mm_movemask_epi8(special);
-                if (hits) {
-                    p += __builtin_ctz(hits);
-                    break;
-                }
-                p += 16;
+        /* sixteen bytes at a time while none is special */
+        while (e - p >= 16) {
+            unsigned hits = special_bytes(p);
+            if (hits) {
+                p += __builtin_ctz(hits);
+                break;
             }
+            p += 16;
         }
 #else
         /* eight bytes at a time while none is '"', '\\', a control byte or non-ASCII */
@@ -362,7 +367,8 @@ static int scan_string(Cur *c, Str *out) {
     }
     /* '"external id"' lies in the text exactly where a string is `external id` or ends with an
        escaped quote and then it (any other '"' before it would end a string outside JSON's grammar) */
-    if (p[-1] == 'd' && p - start >= 11 && (p - start == 11 || p[-12] == '"') && !memcmp(p - 11, "external id", 11))
+    if (p - start >= 11 && p[-1] == 'd' && p[-11] == 'e' && (p - start == 11 || p[-12] == '"') &&
+        !memcmp(p - 11, "external id", 11))
         old_external_id = 1;
     if (out) {
         out->s = start;
@@ -393,7 +399,83 @@ typedef struct {
     size_t n;
 } Num;
 
+static const uint64_t POW10_U64[9] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000};
+
+/* The digits that lead the eight bytes at p, as a number; their count in *k, and in *zeros how many
+   of them lead with '0'. Eight bytes at once (the digits' bytes as one word, simdjson's
+   parse_eight_digits_unrolled after them): Kineto's times have 16 digits, its ids 5-7. */
+static inline uint64_t lead_digits(const u8 *p, int *k, int *zeros) {
+    uint64_t v;
+    memcpy(&v, p, 8);
+    const uint64_t highs = 0xF0F0F0F0F0F0F0F0ull, threes = 0x3030303030303030ull;
+    /* a byte is a digit when its high nibble is 3 and adding 6 keeps it 3 (a carry out of a byte
+       >= 0xFA reaches only the bytes after it, past the first non-digit) */
+    uint64_t other = ((v & highs) ^ threes) | (((v + 0x0606060606060606ull) & highs) ^ threes);
+    int n = other ? __builtin_ctzll(other) >> 3 : 8;
+    *k = n;
+    if (n == 0) {
+        *zeros = 0;
+        return 0;
+    }
+    uint64_t d = (v - threes) << (64 - 8 * n); /* the n digits last, zeros (leading digits) before */
+    *zeros = d ? (__builtin_ctzll(d) >> 3) - (8 - n) : n;
+    d = (d & 0x0F0F0F0F0F0F0F0Full) * 2561 >> 8;
+    d = (d & 0x00FF00FF00FF00FFull) * 6553601 >> 16;
+    return (d & 0x0000FFFF0000FFFFull) * 42949672960001ull >> 32;
+}
+
+static int scan_number_bytewise(Cur *c, Num *num);
+
+/* A number at c->p: the same Num as scan_number_bytewise, eight digits at a time where it has 64 bytes
+   of text ahead and at most 19 significant digits without an exponent (every Kineto number), else
+   byte by byte. */
 static int scan_number(Cur *c, Num *num) {
+    const u8 *p = c->p;
+    if (c->end - p < 64) return scan_number_bytewise(c, num);
+    Num r = {0};
+    r.s = p;
+    r.is_int = 1;
+    int sig = 0, k = 0, zeros;
+    if (*p == '-') {
+        r.neg = 1;
+        p++;
+    }
+    if (*p == '0')
+        p++;
+    else if (*p >= '1' && *p <= '9') {
+        r.mant = lead_digits(p, &k, &zeros);
+        p += k;
+        sig = k;
+        while (k == 8 && sig <= 19) {
+            uint64_t v = lead_digits(p, &k, &zeros);
+            r.mant = r.mant * POW10_U64[k] + v;
+            p += k;
+            sig += k;
+        }
+    } else
+        return BAIL;
+    if (*p == '.') {
+        r.is_int = 0;
+        p++;
+        if (*p < '0' || *p > '9') return BAIL;
+        int words = 0;
+        do {
+            uint64_t v = lead_digits(p, &k, &zeros);
+            sig += r.mant ? k : k - zeros; /* zeros before the first significant digit do not count */
+            r.mant = r.mant * POW10_U64[k] + v;
+            r.exp10 -= k;
+            p += k;
+        } while (k == 8 && sig <= 19 && ++words < 3);
+    }
+    /* past 19 digits (the bytewise scan marks it big), 24 fraction digits or an exponent */
+    if (k == 8 || sig > 19 || *p == 'e' || *p == 'E') return scan_number_bytewise(c, num);
+    r.n = (size_t)(p - r.s);
+    c->p = p;
+    if (num) *num = r;
+    return 0;
+}
+
+static int scan_number_bytewise(Cur *c, Num *num) {
     const u8 *p = c->p, *e = c->end;
     Num r = {0};
     r.s = p;
@@ -623,11 +705,34 @@ static void index_arg_keys(void) {
     }
 }
 
+static inline uint64_t load64(const void *p) {
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
+}
+
+static inline uint32_t load32(const void *p) {
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
+/* a[0:n] == b[0:n], by words that overlap at the end rather than a call to memcmp per key */
+static inline int same_bytes(const u8 *a, const u8 *b, size_t n) {
+    if (n >= 8) {
+        for (size_t i = 0; i + 8 < n; i += 8)
+            if (load64(a + i) != load64(b + i)) return 0;
+        return load64(a + n - 8) == load64(b + n - 8);
+    }
+    if (n >= 4) return load32(a) == load32(b) && load32(a + n - 4) == load32(b + n - 4);
+    return memcmp(a, b, n) == 0;
+}
+
 static int arg_field(const u8 *s, size_t n) {
     if (n >= 32) return -1;
     for (int k = 0; k < 8 && BY_LENGTH[n][k] >= 0; k++) {
         int i = BY_LENGTH[n][k];
-        if (memcmp(ARG_KEYS[i], s, n) == 0) return i;
+        if (same_bytes((const u8 *)ARG_KEYS[i], s, n)) return i;
     }
     return -1;
 }
@@ -650,7 +755,28 @@ static int object_open(Cur *c) {
 }
 
 static int object_key(Cur *c, Str *key) {
+#if defined(__SSE2__)
+    /* a key of under sixteen plain bytes (all of Kineto's event keys, most of its args') in one load,
+       and Kineto's ": " after it without a call */
+    const u8 *p = c->p;
+    if (c->end - p >= 20 && *p == '"') {
+        unsigned hits = special_bytes(p + 1);
+        int n = hits ? __builtin_ctz(hits) : 16;
+        if (n < 16 && p[1 + n] == '"') {
+            *key = (Str){p + 1, (size_t)n, 0};
+            if (n == 11 && !memcmp(p + 1, "external id", 11)) old_external_id = 1; /* as scan_string sees it */
+            p += n + 2;
+            if (p[0] == ':' && p[1] == ' ' && !IS_WS[p[2]]) {
+                c->p = p + 2;
+                return 0;
+            }
+            c->p = p;
+            goto colon;
+        }
+    }
+#endif
     if (c->p >= c->end || *c->p != '"' || scan_string(c, key) || key->escaped) return BAIL;
+colon:
     skip_ws(c);
     if (c->p >= c->end || *c->p != ':') return BAIL;
     c->p++;

@@ -120,6 +120,10 @@ READ_BY_THE_SCANNER = {
     "shapes without types": OP.replace(b'"Input type": ["float", "float"], ', b""),
     "pretty-printed": KERNEL.replace(b", ", b",\n      ").replace(b": ", b" :  "),
     "torch 1.8's spelling inside a longer name": KERNEL.replace(b'"void gemm<128>(float*)"', b'"an external id"'),
+    "compact, no spaces": KERNEL.replace(b", ", b",").replace(b": ", b":"),
+    # a key is read in one load of sixteen bytes when it is shorter and plain
+    "unknown keys of 15, 16 and 17 bytes, and one not ASCII": KERNEL.replace(
+        b'"queued": 0', b'"fifteen_bytes_k": 1, "sixteen_bytes_ke": 2, "seventeen_bytes_k": 3, "cl\xc3\xa9": 4'),
 }
 
 
@@ -153,6 +157,44 @@ HANDED_BACK = {
 @pytest.mark.parametrize("case", HANDED_BACK)
 def test_text_the_scanner_hands_to_the_python_decoder(load_both, case):
     assert load_both(trace_text([META, HANDED_BACK[case], OP, KERNEL])) == (None, 0, 1)
+
+
+def test_numbers_of_every_length_read_as_the_python_decoder_reads_them(load_both):
+    """Numbers are read eight digits at a time where 64 bytes of text follow them, byte by byte where
+    fewer do or past 19 significant digits: times, durations and ids of 1-24 digits, fractions of 0-26
+    digits (leading zeros too), exponents, in read and skipped fields, the last ones at the text's end."""
+    rng = random.Random(5)
+
+    def digits(n: int) -> str:
+        return str(rng.randint(1, 9)) + "".join(rng.choice("0123456789") for _ in range(n - 1))
+
+    numbers = []
+    for whole in range(25):
+        for fraction in range(27):
+            zeros = rng.randint(0, fraction - 1) if fraction and not whole else 0
+            numbers.append((digits(whole) if whole else "0")
+                           + ("." + "0" * zeros + digits(fraction - zeros) if fraction else ""))
+    numbers += ["-0", "-0.0", "0.0", "1e5", "2.5E-3", "-7.25e+2", "0.000000000000000000000001"]
+    events = [META]
+    for i, number in enumerate(numbers):
+        ts = number.lstrip("-") if i % 2 else "5178923592472.883"
+        event = (KERNEL.replace(b'"ts": 10.5', b'"ts": ' + ts.encode()).replace(b'"dur": 2.25', b'"dur": ' + number.encode())
+                 .replace(b'"blocks per SM": 2.5', b'"blocks per SM": ' + number.encode())
+                 .replace(b'"grid": [132, 2, 1]', b'"grid": [132, 2, 1], "dims": [[' + number.encode() + b", 1]]"))
+        if "." not in number and "e" not in number.lower() and len(number.lstrip("-")) < 19:
+            event = event.replace(b'"External id": 3', b'"External id": ' + number.encode())
+        events.append(event)
+    assert load_both(trace_text(events)) == (None, 1, 0)
+
+
+@pytest.mark.parametrize("length", range(17, 25))
+def test_ids_of_17_to_24_digits_read_as_the_python_decoder_reads_them(load_both, length):
+    """Past 19 digits an id no longer fits int64: the scanner hands such a chunk back."""
+    for sign in ("", "-"):
+        number = sign + "9" + "8" * (length - 2) + "7"
+        event = KERNEL.replace(b'"External id": 3', b'"External id": ' + number.encode())
+        fits = -(2**63) <= int(number) < 2**63
+        assert load_both(trace_text([META, event, OP, KERNEL])) == ((None, 1, 0) if fits else (None, 0, 1)), number
 
 
 # a string's bytes are checked sixteen at a time: each of these at every offset of a name's first two blocks
