@@ -15,6 +15,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 #if defined(__SSE2__)
@@ -429,7 +430,7 @@ static int scan_number_bytewise(Cur *c, Num *num);
 /* A number at c->p: the same Num as scan_number_bytewise, eight digits at a time where it has 64 bytes
    of text ahead and at most 19 significant digits without an exponent (every Kineto number), else
    byte by byte. */
-static int scan_number(Cur *c, Num *num) {
+static inline __attribute__((always_inline)) int scan_number(Cur *c, Num *num) {
     const u8 *p = c->p;
     if (c->end - p < 64) return scan_number_bytewise(c, num);
     Num r = {0};
@@ -662,8 +663,11 @@ typedef struct {
     int64_t grid[3], block[3];
     double occupancy;
     Str kernel_hash;
-    Raw raw[N_RAW];
+    uint32_t raw_seen; /* which of raw hold a value: the rest are left unset (see read_event) */
+    Raw raw[N_RAW];    /* last, in Args and in Event */
 } Args;
+
+#define HAS_RAW(a, i) (((a)->raw_seen >> (i)) & 1u)
 
 typedef struct {
     Str ph, cat, name;
@@ -673,6 +677,7 @@ typedef struct {
     double ts, dur;
     Args a;
 } Event;
+_Static_assert(offsetof(Event, a.raw) + sizeof(Raw) * N_RAW == sizeof(Event), "raw is an Event's last field");
 
 enum { A_EXTERNAL_ID, A_CORRELATION, A_DEVICE, A_STREAM, A_GRID, A_BLOCK, A_REGISTERS, A_SHARED, A_OCCUPANCY,
        A_NBYTES, A_ALLOC, A_CBID, A_PY_ID, A_PY_PARENT, A_SEQUENCE, A_HASH, A_NAME, A_LABELS, A_SORT, A_MEMORY0,
@@ -737,8 +742,34 @@ static int arg_field(const u8 *s, size_t n) {
     return -1;
 }
 
+/* Keys foreseen: an object's keys are most often those of the last object of its shape, at the same
+   places (Kineto writes each kind of event's fields in one order), so each place remembers the text
+   of the key last read there, from its '"' to its value. Text that holds those bytes again, with no
+   more whitespace before the value, is that key, read as before: taken in one compare, without the
+   search for its end or the lookup of the field it names. Events' shapes are told apart by their
+   "ph", their args' by their "cat" (both come first in Kineto's events). */
+#define KEY_TEXT 32 /* a key's text as remembered, at most: '"', the key, '"', ':' and the spaces after */
+#define KEY_PLACES 24
+#define EVENT_SHAPES 8
+#define ARG_SHAPES 16
+
+typedef struct {
+    uint8_t len; /* of text; 0: nothing remembered */
+    int8_t field;
+    u8 text[KEY_TEXT];
+} KeyText;
+
+typedef struct {
+    KeyText at[KEY_PLACES];
+} Shape;
+
+typedef struct {
+    Shape events[EVENT_SHAPES], args[ARG_SHAPES];
+} Shapes;
+
 typedef struct {
     Buf ph, cat, name, pid, tid, hash, junk;
+    Shapes *shapes;
 } Scratch;
 
 /* An object's members, as read_args and read_event walk them: at its '{', past it (1: it is empty,
@@ -799,6 +830,29 @@ static int object_next(Cur *c) {
     return BAIL;
 }
 
+static int event_field(const u8 *s, size_t n);
+
+/* The field named by the key at c->p (args: arg_field's, else event_field's), c->p left at its value;
+   ``k``: the key remembered at its place (NULL: none), taken if the text holds it, else replaced. */
+static inline int read_key(Cur *c, KeyText *k, int args, int *field) {
+    const u8 *p = c->p;
+    if (k && k->len && (size_t)(c->end - p) > k->len && same_bytes(k->text, p, k->len) && !IS_WS[p[k->len]]) {
+        *field = k->field;
+        c->p = p + k->len;
+        return 0;
+    }
+    Str key;
+    if (object_key(c, &key)) return BAIL;
+    *field = args ? arg_field(key.s, key.n) : event_field(key.s, key.n);
+    if (k) {
+        size_t len = (size_t)(c->p - p);
+        k->len = len <= KEY_TEXT ? (uint8_t)len : 0;
+        k->field = (int8_t)*field;
+        if (k->len) memcpy(k->text, p, len);
+    }
+    return 0;
+}
+
 static int read_dim3(Cur *c, int64_t out[3]) {
     if (is_null(c)) {
         out[0] = out[1] = out[2] = -1;
@@ -816,13 +870,12 @@ static int read_dim3(Cur *c, int64_t out[3]) {
     return 0;
 }
 
-static int read_args(Cur *c, Args *a, Scratch *sc) {
+static int read_args(Cur *c, Args *a, Scratch *sc, Shape *shape) {
     uint64_t seen = 0;
     if (object_open(c)) return 0;
-    for (;;) {
-        Str key;
-        if (object_key(c, &key)) return BAIL;
-        int f = arg_field(key.s, key.n);
+    for (int place = 0;; place++) {
+        int f;
+        if (read_key(c, place < KEY_PLACES ? &shape->at[place] : NULL, 1, &f)) return BAIL;
         if (f >= 0) {
             if (seen & (1ull << f)) return BAIL; /* msgspec keeps the last: left to it */
             seen |= 1ull << f;
@@ -872,6 +925,7 @@ static int read_args(Cur *c, Args *a, Scratch *sc) {
         case A_MEMORY0 + 4: r = read_int(c, INT64_MIN, INT64_MAX, &a->memory[f - A_MEMORY0]); break;
         default: {
             Raw *raw = &a->raw[f - A_RAW0];
+            a->raw_seen |= 1u << (f - A_RAW0);
             raw->s = c->p;
             r = skip_value(c, 2);
             raw->n = (size_t)(c->p - raw->s);
@@ -882,12 +936,6 @@ static int read_args(Cur *c, Args *a, Scratch *sc) {
         if (more <= 0) return more; /* 0: the object ended; BAIL */
     }
 }
-
-static const Args NO_ARGS = {
-    .external_id = -1, .correlation = -1, .device = -1, .stream = -1, .registers = -1, .shared_memory = -1,
-    .nbytes = -1, .alloc_bytes = -1, .cbid = -1, .python_id = -1, .python_parent = -1, .sequence = -1,
-    .grid = {-1, -1, -1}, .block = {-1, -1, -1}, .memory = {-1, -1, -1, -1, -1},
-};
 
 enum { E_PH, E_CAT, E_NAME, E_PID, E_TID, E_TS, E_DUR, E_ARGS };
 
@@ -920,28 +968,46 @@ static int read_id(Cur *c, int *is_str, int64_t *v, Str *s, Buf *scratch) {
     return read_int(c, INT64_MIN, INT64_MAX, v);
 }
 
+static const u8 EMPTY[1] = {0};
+
+/* An event before its fields are read: copied from one constant up to its raw fields, which
+   raw_seen (0 here) says are unset. (Assigned a field at a time, chained, these stores were ~6% of
+   a scan, read back before they had landed; copied whole, the copy was ~3%.) */
+static const Event NO_EVENT = {
+    .ph = {EMPTY, 0, 0}, .cat = {EMPTY, 0, 0}, .name = {EMPTY, 0, 0},
+    .pid_is_str = 1, .tid_is_str = 1, /* absent: "" */
+    .pid_s = {EMPTY, 0, 0}, .tid_s = {EMPTY, 0, 0},
+    .ts = NAN, .dur = 0.0,
+    .a = {
+        .external_id = -1, .correlation = -1, .device = -1, .stream = -1, .registers = -1, .shared_memory = -1,
+        .nbytes = -1, .alloc_bytes = -1, .cbid = -1, .python_id = -1, .python_parent = -1, .sequence = -1,
+        .grid = {-1, -1, -1}, .block = {-1, -1, -1}, .memory = {-1, -1, -1, -1, -1}, .occupancy = NAN,
+    },
+};
+
+static Shape *args_shape(Scratch *sc, const Str *cat) {
+    size_t n = cat->n, h = n ? n * 31 + cat->s[0] + cat->s[n - 1] * 7u : 0;
+    return &sc->shapes->args[h % ARG_SHAPES];
+}
+
 static int read_event(Cur *c, Event *ev, Scratch *sc) {
-    static const u8 empty[1] = {0};
     unsigned seen = 0;
-    ev->ph = ev->cat = ev->name = (Str){empty, 0, 0};
-    ev->pid_is_str = ev->tid_is_str = 1; /* absent: "" */
-    ev->pid_s = ev->tid_s = (Str){empty, 0, 0};
-    ev->ts = NAN;
-    ev->dur = 0.0;
-    ev->a = NO_ARGS;
-    ev->a.occupancy = NAN;
+    memcpy(ev, &NO_EVENT, offsetof(Event, a.raw));
     if (object_open(c)) return 0;
-    for (;;) {
-        Str key;
-        if (object_key(c, &key)) return BAIL;
-        int f = event_field(key.s, key.n);
+    Shape *shape = &sc->shapes->events[0];
+    for (int place = 0;; place++) {
+        int f;
+        if (read_key(c, place < KEY_PLACES ? &shape->at[place] : NULL, 0, &f)) return BAIL;
         if (f >= 0) {
             if (seen & (1u << f)) return BAIL;
             seen |= 1u << f;
         }
         int r;
         switch (f) {
-        case E_PH: r = read_string(c, &ev->ph, &sc->ph); break;
+        case E_PH:
+            r = read_string(c, &ev->ph, &sc->ph);
+            if (!r && ev->ph.n) shape = &sc->shapes->events[ev->ph.s[0] % EVENT_SHAPES];
+            break;
         case E_CAT: r = read_string(c, &ev->cat, &sc->cat); break;
         case E_NAME: r = read_string(c, &ev->name, &sc->name); break;
         case E_PID: r = read_id(c, &ev->pid_is_str, &ev->pid, &ev->pid_s, &sc->pid); break;
@@ -950,7 +1016,7 @@ static int read_event(Cur *c, Event *ev, Scratch *sc) {
         case E_DUR: r = read_double(c, &ev->dur); break;
         case E_ARGS:
             if (is_null(c)) r = literal(c, "null", 4);
-            else if (c->p < c->end && *c->p == '{') r = read_args(c, &ev->a, sc);
+            else if (c->p < c->end && *c->p == '{') r = read_args(c, &ev->a, sc, args_shape(sc, &ev->cat));
             else r = BAIL;
             break;
         default: r = skip_value(c, 1);
@@ -1142,9 +1208,9 @@ static int put_shapes(State *st, size_t row, const Args *a) {
     size_t at = st->shapes.len;
     static const Raw no_types = {(const u8 *)"[]", 2};
     if (put_raw(&st->shapes, "{\"dims\":", &r[R_DIMS])) return BAIL;
-    if (put_raw(&st->shapes, ",\"types\":", r[R_TYPES].n ? &r[R_TYPES] : &no_types)) return BAIL;
-    if (r[R_CONCRETE].n && put_raw(&st->shapes, ",\"concrete\":", &r[R_CONCRETE])) return BAIL;
-    if (r[R_STRIDES].n && put_raw(&st->shapes, ",\"strides\":", &r[R_STRIDES])) return BAIL;
+    if (put_raw(&st->shapes, ",\"types\":", HAS_RAW(a, R_TYPES) ? &r[R_TYPES] : &no_types)) return BAIL;
+    if (HAS_RAW(a, R_CONCRETE) && put_raw(&st->shapes, ",\"concrete\":", &r[R_CONCRETE])) return BAIL;
+    if (HAS_RAW(a, R_STRIDES) && put_raw(&st->shapes, ",\"strides\":", &r[R_STRIDES])) return BAIL;
     if (buf_put(&st->shapes, "}", 1)) return BAIL;
     COL(st, C_SHAPES_AT, int64_t)[row] = (int64_t)at;
     COL(st, C_SHAPES_LEN, int32_t)[row] = (int32_t)(st->shapes.len - at);
@@ -1163,7 +1229,7 @@ static int put_comm(State *st, size_t row, const Args *a) {
     if (buf_put(&st->comm, "{\"comm\":{", 9)) return BAIL;
     for (size_t i = 0; i < sizeof KEYS / sizeof KEYS[0]; i++) {
         const Raw *r = &a->raw[KEYS[i].raw];
-        if (!r->n) continue;
+        if (!HAS_RAW(a, KEYS[i].raw)) continue;
         if (!first && buf_put(&st->comm, ",", 1)) return BAIL;
         first = 0;
         if (put_raw(&st->comm, KEYS[i].key, r)) return BAIL;
@@ -1233,8 +1299,8 @@ static int emit(State *st, Event *ev, const u8 *start, const u8 *end) {
     COL(st, C_HASH, int32_t)[row] = (int32_t)hash;
     COL(st, C_SHAPES_AT, int64_t)[row] = -1;
     COL(st, C_SHAPES_LEN, int32_t)[row] = 0;
-    if (kind == K_CPU_OP && a->raw[R_DIMS].n && put_shapes(st, row, a)) return BAIL;
-    if (gpu && a->raw[R_COLLECTIVE].n && put_comm(st, row, a)) return BAIL;
+    if (kind == K_CPU_OP && HAS_RAW(a, R_DIMS) && put_shapes(st, row, a)) return BAIL;
+    if (gpu && HAS_RAW(a, R_COLLECTIVE) && put_comm(st, row, a)) return BAIL;
     if (kind == K_MEMORY) {
         int64_t entry[6] = {(int64_t)row, a->memory[0], a->memory[1], a->memory[2], a->memory[3], a->memory[4]};
         if (buf_put(&st->memory, entry, sizeof entry)) return BAIL;
@@ -1258,6 +1324,10 @@ static int state_init(State *st, size_t text_bytes, PyObject *classify) {
     if (!(st->lane_values = PyList_New(0)) ||
         !(st->name_values = PyList_New(0)) || !(st->hash_values = PyList_New(0)) || !(st->aside = PyList_New(0)))
         return BAIL;
+    if (!(st->sc.shapes = calloc(1, sizeof(Shapes)))) {
+        out_of_memory = 1;
+        return BAIL;
+    }
     for (int i = 0; i < N_COLS; i++) {
         st->cols[i] = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(st->cap * COL_SIZES[i]));
         if (!st->cols[i]) return BAIL;
@@ -1283,6 +1353,7 @@ static void state_free(State *st) {
     free(st->memory.data);
     Buf *bufs[] = {&st->sc.ph, &st->sc.cat, &st->sc.name, &st->sc.pid, &st->sc.tid, &st->sc.hash, &st->sc.junk};
     for (size_t i = 0; i < 7; i++) free(bufs[i]->data);
+    free(st->sc.shapes);
 }
 
 /* A JSON array of events; ``bare``: its elements alone, without the brackets (a chunk cut from a

@@ -187,6 +187,38 @@ def test_numbers_of_every_length_read_as_the_python_decoder_reads_them(load_both
     assert load_both(trace_text(events)) == (None, 1, 0)
 
 
+def test_keys_at_the_places_of_the_last_events_keys_are_read_as_the_python_decoder_reads_them(load_both):
+    """Each place in an event (and its args, by cat) remembers the text of the key last read there and
+    takes the next one that matches it byte for byte: keys that change order, length, spacing or
+    shape at a remembered place, a place past the 24 remembered, keys past 32 bytes, events that
+    alternate shapes, and a duplicate met at a remembered place (handed back, as msgspec keeps the last)."""
+    many_args = b", ".join(b'"arg%d": %d' % (i, i) for i in range(30))
+    variants = [
+        KERNEL,
+        KERNEL.replace(b'"ph": "X", "cat": "kernel"', b'"cat": "kernel", "ph": "X"'),  # two places swapped
+        KERNEL.replace(b'"ts": 10.5', b'"ts":  10.5'),  # more space before a value
+        KERNEL.replace(b'"ts": 10.5', b'"ts":10.5'),
+        KERNEL.replace(b'"ts": 10.5', b'"ts" : 10.5'),
+        KERNEL.replace(b'"device": 0', b'"devices": 0, "device": 0'),  # a longer key with the same start
+        KERNEL.replace(b'"device": 0', b'"devic": 0'),  # a shorter one
+        KERNEL.replace(b'"queued": 0', b'"queued": 0, ' + many_args),  # places past those remembered
+        KERNEL.replace(b'"queued": 0', b'"a key of well over thirty-two bytes, not remembered": 0'),
+        KERNEL.replace(b'"stream": 7', b'"stream": 7, "registers per threa": 1'),
+        OP, LAUNCH, PYTHON, MEMORY, FLOW, COMM, META, LABELS,
+    ]
+    rng = random.Random(3)
+    events = [META] + [rng.choice(variants) for _ in range(400)]
+    assert load_both(trace_text(events)) == (None, 1, 0)
+    duplicate = KERNEL.replace(b'"dur": 2.25', b'"dur": 2.25, "ts": 11.5')  # "ts" where "dur" stood
+    assert load_both(trace_text([META, KERNEL, KERNEL, duplicate, KERNEL])) == (None, 0, 1)
+    # the second "ts" stands where the last event's did: taken as remembered, still a duplicate
+    first = b'{"name": "k", "ts": 1.5, "ph": "X", "cat": "kernel", "pid": 0, "tid": 7, "dur": 1}'
+    second = b'{"ts": 1.5, "ts": 2.5, "ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "dur": 1}'
+    assert load_both(trace_text([META, first, second])) == (None, 0, 1)
+    escaped = KERNEL.replace(b'"ts": 10.5', b'"\\u0074s": 10.5')  # at the place of a plain "ts"
+    assert load_both(trace_text([META, KERNEL, escaped])) == (None, 0, 1)
+
+
 @pytest.mark.parametrize("length", range(17, 25))
 def test_ids_of_17_to_24_digits_read_as_the_python_decoder_reads_them(load_both, length):
     """Past 19 digits an id no longer fits int64: the scanner hands such a chunk back."""
