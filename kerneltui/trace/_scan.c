@@ -380,8 +380,29 @@ static int scan_string(Cur *c, Str *out) {
     return 0;
 }
 
+/* A string of under sixteen plain bytes at c->p (Kineto's ph and cat, most ids and short names), read
+   in one load as scan_string reads it: 1, or 0 for scan_string to read (longer, escaped, not ASCII). */
+static inline int short_string(Cur *c, Str *out) {
+#if defined(__SSE2__)
+    const u8 *p = c->p;
+    if (c->end - p < 17 || *p != '"') return 0;
+    unsigned hits = special_bytes(p + 1);
+    int n = hits ? __builtin_ctz(hits) : 16;
+    if (n == 16 || p[1 + n] != '"') return 0;
+    if (n == 11 && !memcmp(p + 1, "external id", 11)) old_external_id = 1;
+    *out = (Str){p + 1, (size_t)n, 0};
+    c->p = p + n + 2;
+    return 1;
+#else
+    (void)c;
+    (void)out;
+    return 0;
+#endif
+}
+
 /* A string value, decoded: escapes resolved into ``scratch``. */
 static int read_string(Cur *c, Str *out, Buf *scratch) {
+    if (short_string(c, out)) return 0;
     if (c->p >= c->end || *c->p != '"') return BAIL;
     if (scan_string(c, out)) return BAIL;
     if (out->escaped) {
@@ -473,6 +494,36 @@ static inline __attribute__((always_inline)) int scan_number(Cur *c, Num *num) {
     r.n = (size_t)(p - r.s);
     c->p = p;
     if (num) *num = r;
+    return 0;
+}
+
+/* A number skipped (in a field kept as text or not kept): its grammar checked as scan_number checks
+   it, eight digits at a time where 64 bytes follow, without computing its value. */
+static int skip_number(Cur *c) {
+    const u8 *p = c->p;
+    if (c->end - p < 64) return scan_number_bytewise(c, NULL);
+    int k = 0, zeros, words = 0;
+    if (*p == '-') p++;
+    if (*p == '0')
+        p++;
+    else if (*p >= '1' && *p <= '9')
+        do {
+            lead_digits(p, &k, &zeros); /* (the value, unused, is not computed) */
+            p += k;
+        } while (k == 8 && ++words < 3);
+    else
+        return BAIL;
+    if (*p == '.') {
+        p++;
+        if (*p < '0' || *p > '9') return BAIL;
+        words = 0;
+        do {
+            lead_digits(p, &k, &zeros);
+            p += k;
+        } while (k == 8 && ++words < 3);
+    }
+    if (k == 8 || *p == 'e' || *p == 'E') return scan_number_bytewise(c, NULL); /* long, or an exponent */
+    c->p = p;
     return 0;
 }
 
@@ -596,6 +647,10 @@ static int skip_container(Cur *c, int depth, u8 close, int keyed) {
             skip_ws(c);
         }
         if (skip_value(c, depth + 1)) return BAIL;
+        if (c->end - c->p > 2 && c->p[0] == ',' && c->p[1] == ' ' && !IS_WS[c->p[2]]) { /* Kineto's ", " */
+            c->p += 2;
+            continue;
+        }
         skip_ws(c);
         if (c->p >= c->end) return BAIL;
         if (*c->p == ',') {
@@ -620,13 +675,16 @@ static int literal(Cur *c, const char *word, size_t n) {
 static int skip_value(Cur *c, int depth) {
     if (c->p >= c->end) return BAIL;
     switch (*c->p) {
-    case '"': return scan_string(c, NULL);
+    case '"': {
+        Str s;
+        return short_string(c, &s) ? 0 : scan_string(c, NULL);
+    }
     case '{': return skip_container(c, depth, '}', 1);
     case '[': return skip_container(c, depth, ']', 0);
     case 't': return literal(c, "true", 4);
     case 'f': return literal(c, "false", 5);
     case 'n': return literal(c, "null", 4);
-    default: return scan_number(c, NULL);
+    default: return skip_number(c);
     }
 }
 
@@ -744,11 +802,13 @@ static int arg_field(const u8 *s, size_t n) {
 
 /* Keys foreseen: an object's keys are most often those of the last object of its shape, at the same
    places (Kineto writes each kind of event's fields in one order), so each place remembers the text
-   of the key last read there, from its '"' to its value. Text that holds those bytes again, with no
-   more whitespace before the value, is that key, read as before: taken in one compare, without the
-   search for its end or the lookup of the field it names. Events' shapes are told apart by their
-   "ph", their args' by their "cat" (both come first in Kineto's events). */
-#define KEY_TEXT 32 /* a key's text as remembered, at most: '"', the key, '"', ':' and the spaces after */
+   that led to its value last time: from the end of the value before (its ',' and the whitespace
+   around it; for the first key, the whitespace after the '{') through the key, its ':' and the spaces after.
+   Text that holds those bytes again, with no more whitespace before the value, is that member, read
+   as before: taken in one compare, without the walks over whitespace, the search for the key's end
+   or the lookup of the field it names. Events' shapes are told apart by their "ph", their args' by
+   their "cat" (both come first in Kineto's events). */
+#define KEY_TEXT 40 /* the text remembered at a place, at most (Kineto's longest: 37 bytes) */
 #define KEY_PLACES 24
 #define EVENT_SHAPES 8
 #define ARG_SHAPES 16
@@ -772,42 +832,21 @@ typedef struct {
     Shapes *shapes;
 } Scratch;
 
-/* An object's members, as read_args and read_event walk them: at its '{', past it (1: it is empty,
-   and past its '}' too); a key, unescaped, and its ':'; after a value, 1 if another member follows,
-   0 if the object ended. */
-static int object_open(Cur *c) {
-    c->p++;
+/* An object's members, as read_args and read_event walk them (next_member): past its '{' and the
+   whitespace after, 1 if a member follows (0: it is empty, and past its '}' too); a key, unescaped,
+   and its ':'; after a value, 1 if another member follows, 0 if the object ended. */
+static int object_first(Cur *c) {
     skip_ws(c);
     if (c->p < c->end && *c->p == '}') {
         c->p++;
-        return 1;
+        return 0;
     }
-    return 0;
+    return 1;
 }
 
 static int object_key(Cur *c, Str *key) {
-#if defined(__SSE2__)
-    /* a key of under sixteen plain bytes (all of Kineto's event keys, most of its args') in one load,
-       and Kineto's ": " after it without a call */
-    const u8 *p = c->p;
-    if (c->end - p >= 20 && *p == '"') {
-        unsigned hits = special_bytes(p + 1);
-        int n = hits ? __builtin_ctz(hits) : 16;
-        if (n < 16 && p[1 + n] == '"') {
-            *key = (Str){p + 1, (size_t)n, 0};
-            if (n == 11 && !memcmp(p + 1, "external id", 11)) old_external_id = 1; /* as scan_string sees it */
-            p += n + 2;
-            if (p[0] == ':' && p[1] == ' ' && !IS_WS[p[2]]) {
-                c->p = p + 2;
-                return 0;
-            }
-            c->p = p;
-            goto colon;
-        }
-    }
-#endif
-    if (c->p >= c->end || *c->p != '"' || scan_string(c, key) || key->escaped) return BAIL;
-colon:
+    if (!short_string(c, key) && (c->p >= c->end || *c->p != '"' || scan_string(c, key) || key->escaped))
+        return BAIL;
     skip_ws(c);
     if (c->p >= c->end || *c->p != ':') return BAIL;
     c->p++;
@@ -832,15 +871,18 @@ static int object_next(Cur *c) {
 
 static int event_field(const u8 *s, size_t n);
 
-/* The field named by the key at c->p (args: arg_field's, else event_field's), c->p left at its value;
-   ``k``: the key remembered at its place (NULL: none), taken if the text holds it, else replaced. */
-static inline int read_key(Cur *c, KeyText *k, int args, int *field) {
+/* The object's next member, from c->p: just past its '{' (``first``) or at the end of a value. 1: a member follows, *field the field its key names (args: arg_field's, else
+   event_field's), c->p at its value; 0: the object ended, past its '}'; BAIL. ``k``: what is
+   remembered at the member's place (NULL: none), taken if the text holds it, else replaced. */
+static inline int next_member(Cur *c, KeyText *k, int first, int args, int *field) {
     const u8 *p = c->p;
     if (k && k->len && (size_t)(c->end - p) > k->len && same_bytes(k->text, p, k->len) && !IS_WS[p[k->len]]) {
         *field = k->field;
         c->p = p + k->len;
-        return 0;
+        return 1;
     }
+    int more = first ? object_first(c) : object_next(c);
+    if (more <= 0) return more;
     Str key;
     if (object_key(c, &key)) return BAIL;
     *field = args ? arg_field(key.s, key.n) : event_field(key.s, key.n);
@@ -850,7 +892,7 @@ static inline int read_key(Cur *c, KeyText *k, int args, int *field) {
         k->field = (int8_t)*field;
         if (k->len) memcpy(k->text, p, len);
     }
-    return 0;
+    return 1;
 }
 
 static int read_dim3(Cur *c, int64_t out[3]) {
@@ -872,10 +914,10 @@ static int read_dim3(Cur *c, int64_t out[3]) {
 
 static int read_args(Cur *c, Args *a, Scratch *sc, Shape *shape) {
     uint64_t seen = 0;
-    if (object_open(c)) return 0;
+    c->p++; /* past the '{' */
     for (int place = 0;; place++) {
-        int f;
-        if (read_key(c, place < KEY_PLACES ? &shape->at[place] : NULL, 1, &f)) return BAIL;
+        int f, more = next_member(c, place < KEY_PLACES ? &shape->at[place] : NULL, place == 0, 1, &f);
+        if (more <= 0) return more; /* 0: the object ended; BAIL */
         if (f >= 0) {
             if (seen & (1ull << f)) return BAIL; /* msgspec keeps the last: left to it */
             seen |= 1ull << f;
@@ -932,8 +974,6 @@ static int read_args(Cur *c, Args *a, Scratch *sc, Shape *shape) {
         }
         }
         if (r) return BAIL;
-        int more = object_next(c);
-        if (more <= 0) return more; /* 0: the object ended; BAIL */
     }
 }
 
@@ -993,11 +1033,11 @@ static Shape *args_shape(Scratch *sc, const Str *cat) {
 static int read_event(Cur *c, Event *ev, Scratch *sc) {
     unsigned seen = 0;
     memcpy(ev, &NO_EVENT, offsetof(Event, a.raw));
-    if (object_open(c)) return 0;
+    c->p++; /* past the '{' */
     Shape *shape = &sc->shapes->events[0];
     for (int place = 0;; place++) {
-        int f;
-        if (read_key(c, place < KEY_PLACES ? &shape->at[place] : NULL, 0, &f)) return BAIL;
+        int f, more = next_member(c, place < KEY_PLACES ? &shape->at[place] : NULL, place == 0, 0, &f);
+        if (more <= 0) return more; /* 0: the object ended; BAIL */
         if (f >= 0) {
             if (seen & (1u << f)) return BAIL;
             seen |= 1u << f;
@@ -1022,8 +1062,6 @@ static int read_event(Cur *c, Event *ev, Scratch *sc) {
         default: r = skip_value(c, 1);
         }
         if (r) return BAIL;
-        int more = object_next(c);
-        if (more <= 0) return more; /* 0: the object ended; BAIL */
     }
 }
 
@@ -1465,19 +1503,22 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     return result;
 }
 
-/* The first "]" in [q, e) whose byte before (at or after lo) is a newline, space or tab: where a line
-   of only an indent and "]" can start. Inside Kineto's events "]" follows "]", "[" or a digit, so
-   sixteen bytes are ruled out at a time, not each "]" one by one (memchr stopped ~12M times a GB). */
+/* The first "]" in [q, e) whose byte before (at or after lo) may be a newline, space or tab: where a
+   line of only an indent and "]" can start (the caller checks; a few others come back too). Inside
+   Kineto's events "]" follows "]", "[" or a digit, so 32 bytes are ruled out at a time, not each "]"
+   one by one (memchr stopped ~12M times a GB). */
 static const u8 *line_start_close(const u8 *q, const u8 *e, const u8 *lo) {
     if (q < e && q == lo) q++; /* no byte before it to look at */
 #if defined(__SSE2__)
-    const __m128i close = _mm_set1_epi8(']'), nl = _mm_set1_epi8('\n'), sp = _mm_set1_epi8(' '),
-                  tab = _mm_set1_epi8('\t');
-    for (; e - q >= 16; q += 16) {
+    /* a byte before it of at most ' ' as a signed byte: newline, space and tab, and a few bytes more
+       (other controls, non-ASCII) whose "]" the caller then rules out */
+    const __m128i close = _mm_set1_epi8(']'), above = _mm_set1_epi8(' ' + 1);
+    for (; e - q >= 32; q += 32) {
         __m128i v = _mm_loadu_si128((const __m128i *)q), before = _mm_loadu_si128((const __m128i *)(q - 1));
-        __m128i blank = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(before, nl), _mm_cmpeq_epi8(before, sp)),
-                                     _mm_cmpeq_epi8(before, tab));
-        unsigned hits = (unsigned)_mm_movemask_epi8(_mm_and_si128(_mm_cmpeq_epi8(v, close), blank));
+        __m128i w = _mm_loadu_si128((const __m128i *)(q + 16)), before_w = _mm_loadu_si128((const __m128i *)(q + 15));
+        unsigned hits = (unsigned)_mm_movemask_epi8(_mm_and_si128(_mm_cmpeq_epi8(v, close), _mm_cmplt_epi8(before, above))) |
+                        (unsigned)_mm_movemask_epi8(_mm_and_si128(_mm_cmpeq_epi8(w, close), _mm_cmplt_epi8(before_w, above)))
+                            << 16;
         if (hits) return q + __builtin_ctz(hits);
     }
 #endif
