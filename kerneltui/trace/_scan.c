@@ -10,6 +10,11 @@
  *
  * Strings are interned here by their bytes; the caller maps the returned tables onto its own
  * (in order of first appearance, as the Python path interns them).
+ *
+ * Most of Kineto's text goes through fast paths, each of which reads exactly what the general path
+ * would or hands the text to it: members foreseen (Shapes: the text before each value compared with
+ * the last object's), numbers eight digits at a time (lead_digits), strings under sixteen plain bytes
+ * in one load (short_string).
  */
 
 #define PY_SSIZE_T_CLEAN
