@@ -456,9 +456,16 @@ static int scan_number_bytewise(Cur *c, Num *num);
 /* A number at c->p: the same Num as scan_number_bytewise, eight digits at a time where it has 64 bytes
    of text ahead and at most 19 significant digits without an exponent (every Kineto number), else
    byte by byte. */
+/* lead_digits reads a word's bytes in memory order from its low end: little-endian machines only */
+#if defined(__BYTE_ORDER__) && defined(__ORDER_LITTLE_ENDIAN__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define WORDWISE_NUMBERS 1
+#else
+#define WORDWISE_NUMBERS 0
+#endif
+
 static inline __attribute__((always_inline)) int scan_number(Cur *c, Num *num) {
     const u8 *p = c->p;
-    if (c->end - p < 64) return scan_number_bytewise(c, num);
+    if (!WORDWISE_NUMBERS || c->end - p < 64) return scan_number_bytewise(c, num);
     Num r = {0};
     r.s = p;
     r.is_int = 1;
@@ -506,7 +513,7 @@ static inline __attribute__((always_inline)) int scan_number(Cur *c, Num *num) {
    it, eight digits at a time where 64 bytes follow, without computing its value. */
 static int skip_number(Cur *c) {
     const u8 *p = c->p;
-    if (c->end - p < 64) return scan_number_bytewise(c, NULL);
+    if (!WORDWISE_NUMBERS || c->end - p < 64) return scan_number_bytewise(c, NULL);
     int k = 0, zeros, words = 0;
     if (*p == '-') p++;
     if (*p == '0')

@@ -121,6 +121,7 @@ READ_BY_THE_SCANNER = {
     "pretty-printed": KERNEL.replace(b", ", b",\n      ").replace(b": ", b" :  "),
     "torch 1.8's spelling inside a longer name": KERNEL.replace(b'"void gemm<128>(float*)"', b'"an external id"'),
     "compact, no spaces": KERNEL.replace(b", ", b",").replace(b": ", b":"),
+    "a line break after a comma in an array": KERNEL.replace(b'"queued": 0', b'"queued": [1, \n2]'),
     # a key is read in one load of sixteen bytes when it is shorter and plain
     "unknown keys of 15, 16 and 17 bytes, and one not ASCII": KERNEL.replace(
         b'"queued": 0', b'"fifteen_bytes_k": 1, "sixteen_bytes_ke": 2, "seventeen_bytes_k": 3, "cl\xc3\xa9": 4'),
@@ -151,6 +152,10 @@ HANDED_BACK = {
     "its spelling as a name": KERNEL.replace(b'"void gemm<128>(float*)"', b'"external id"'),
     "its spelling after an escaped quote": KERNEL.replace(b'"void gemm<128>(float*)"', b'"a \\"external id"'),
     "nesting past the scanner's depth": KERNEL.replace(b'"queued": 0', b'"queued": ' + b"[" * 300 + b"]" * 300),
+    # digits then one of ":;<=>?" (a byte test for digits must not take them for digits), a bare "."
+    "digits then a ';' in a skipped field": KERNEL.replace(b'"queued": 0', b'"queued": 12;3'),
+    "digits then a '?' in a read field": KERNEL.replace(b'"External id": 3', b'"External id": 3?'),
+    "a number ending in '.'": KERNEL.replace(b'"queued": 0', b'"queued": 1.'),
 }
 
 
@@ -205,6 +210,7 @@ def test_keys_at_the_places_of_the_last_events_keys_are_read_as_the_python_decod
         KERNEL.replace(b'"device": 0', b'"devic": 0'),  # a shorter one
         KERNEL.replace(b'"queued": 0', b'"queued": 0, ' + many_args),  # places past those remembered
         KERNEL.replace(b'"queued": 0', b'"a key of well over forty bytes, which is not remembered": 0'),
+        KERNEL.replace(b'"queued": 0', b'"a_key_of_well_over_forty_bytes_which_is_not_remembered": 0'),
         KERNEL.replace(b'"stream": 7', b'"stream": 7, "registers per threa": 1'),
         KERNEL.replace(b", ", b",\n    "),  # what stands between the members changes
         KERNEL.replace(b'"dur": 2.25,', b'"dur": 2.25 ,'),
@@ -217,6 +223,12 @@ def test_keys_at_the_places_of_the_last_events_keys_are_read_as_the_python_decod
     assert load_both(trace_text(events)) == (None, 1, 0)
     duplicate = KERNEL.replace(b'"dur": 2.25', b'"dur": 2.25, "ts": 11.5')  # "ts" where "dur" stood
     assert load_both(trace_text([META, KERNEL, KERNEL, duplicate, KERNEL])) == (None, 0, 1)
+    # a key over 40 bytes, in the same place twice in a row: read each time, never remembered cut short
+    long_key = KERNEL.replace(b'"queued": 0', b'"a_key_of_well_over_forty_bytes_which_is_not_remembered": 0')
+    assert load_both(trace_text([META, long_key, long_key, long_key])) == (None, 1, 0)
+    # a ',' before an event's first key, where the text of the place after it would match
+    comma_first = KERNEL.replace(b'{"ph": "X", "cat": "kernel", ', b'{, "cat": "kernel", "ph": "X", ')
+    assert load_both(trace_text([META, KERNEL, comma_first])) == (None, 0, 1)
     # the second "ts" stands where the last event's did: taken as remembered, still a duplicate
     first = b'{"name": "k", "ts": 1.5, "ph": "X", "cat": "kernel", "pid": 0, "tid": 7, "dur": 1}'
     second = b'{"ts": 1.5, "ts": 2.5, "ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "dur": 1}'

@@ -5,8 +5,8 @@ freed memory can return the right answer by luck (a use-after-free in table grow
 a sanitized fuzz found it). Here a sanitized copy, built into a temporary folder, reads every
 repository trace, tables grown to thousands of keys, chunks over 2 MiB, and byte mutants of
 real events cut at every length (the scanner reads ahead a few bytes in places: an input that
-ends mid-token is the case to check), and text_classes groups texts up to the blob's last byte. Any
-report fails the test. Skipped without gcc.
+ends mid-token is the case to check), each in a block of exactly its size, and text_classes groups
+texts up to the blob's last byte. Any report fails the test. Skipped without gcc.
 """
 
 from __future__ import annotations
@@ -29,9 +29,22 @@ spec = importlib.util.spec_from_file_location("kerneltui.trace._scan", sys.argv[
 scan = importlib.util.module_from_spec(spec); spec.loader.exec_module(scan)
 from kerneltui.trace.scanner import _classify
 
+import ctypes
+libc = ctypes.CDLL(None)
+libc.malloc.restype, libc.malloc.argtypes, libc.free.argtypes = ctypes.c_void_p, [ctypes.c_size_t], [ctypes.c_void_p]
+
 def run(text):
-    scan.scan(bytes(text), _classify)  # bytes of exactly this length: a read past them is reported
-    scan.array_end(bytes(text), 0, 2)
+    # the text in a block malloc'd to exactly its size, so a read one byte past it is reported (a bytes
+    # object ends in a hidden NUL that such a read would land on unseen)
+    text = bytes(text)
+    block = libc.malloc(max(len(text), 1))
+    try:
+        ctypes.memmove(block, text, len(text))
+        with memoryview((ctypes.c_ubyte * len(text)).from_address(block)) as view:
+            scan.scan(view, _classify)
+            scan.array_end(view, 0, 2)
+    finally:
+        libc.free(block)
 
 root = sys.argv[2]
 events = []
@@ -55,6 +68,9 @@ for e in events[:600]:
     text = b"[" + e + b"]"
     for cut in range(max(1, len(text) - 40), len(text)):
         run(text[:cut])  # ends mid-token
+    twice = b"[" + e + b", " + e + b"]"  # the second read through what the first left remembered
+    for cut in range(max(1, len(twice) - 60), len(twice), 3):
+        run(twice[:cut])
     for _ in range(12):
         at = rng.randrange(len(text))
         run(text[:at] + rng.choice(inserts) + text[at + rng.choice((0, 1)):])
