@@ -841,7 +841,8 @@ typedef struct {
 
 typedef struct {
     Buf ph, cat, name, pid, tid, hash, junk;
-    Shapes *shapes;
+    Shapes *shapes; /* one scan's own: a key taken as remembered was read in full earlier in the same
+                       scan, which is what lets that reading set old_external_id for the scan */
 } Scratch;
 
 /* An object's members, as read_args and read_event walk them (next_member): past its '{' and the
