@@ -154,16 +154,21 @@ def first_of_codes(codes: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
     return distinct, first[distinct]
 
 
-def names_per_key(g: pd.DataFrame, column: str) -> list[str]:
-    """Per code of ``g["key"]``: the ``column`` name (a categorical of ``g``) of the key's first launch, ""
-    for a key no launch has; through the categories, not a string per row."""
+def names_per_key(g: pd.DataFrame, *columns: str) -> list[list[str]]:
+    """For each of ``columns`` (categoricals of ``g``), per code of ``g["key"]``: the name of the key's
+    first launch, "" for a key no launch has; through the categories, not a string per row. The first
+    launches are found once for all the columns."""
     key = g["key"].cat
-    out = [""] * len(key.categories)
-    distinct, first = first_of_codes(key.codes.to_numpy(), len(out))
-    col = g[column].cat
-    names = np.array([str(c) for c in col.categories] + [""], dtype=object)  # code -1 reads the trailing ""
-    for code, name in zip(distinct.tolist(), names[col.codes.to_numpy()[first]].tolist()):
-        out[code] = name
+    n_keys = len(key.categories)
+    distinct, first = first_of_codes(key.codes.to_numpy(), n_keys)
+    out = []
+    for column in columns:
+        col = g[column].cat
+        names = np.array([str(c) for c in col.categories] + [""], dtype=object)  # code -1 reads the trailing ""
+        per_key = [""] * n_keys
+        for code, name in zip(distinct.tolist(), names[col.codes.to_numpy()[first]].tolist()):
+            per_key[code] = name
+        out.append(per_key)
     return out
 
 

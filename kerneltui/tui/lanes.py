@@ -276,8 +276,7 @@ def lanes_from_trace(trace: Trace, origin: int | None = None, op_depths: int = 8
     codes = key.codes.to_numpy()
     # names through their categoricals: astype(str) would build a million strings
     full_names = NamesByCode(g["full_name"])
-    short_by_key = tuple(printable(name) for name in names_per_key(g, "short"))
-    full_by_key = tuple(printable(name) for name in names_per_key(g, "full_name"))
+    short_by_key, full_by_key = (tuple(map(printable, names)) for names in names_per_key(g, "short", "full_name"))
     lanes = []
     ts, end = g["ts"].to_numpy() - origin, g["end"].to_numpy() - origin
     kinds = g["kind"].to_numpy()

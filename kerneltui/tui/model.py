@@ -136,7 +136,7 @@ def build_kernels(trace: Trace) -> Kernels:
     codes = key.codes.to_numpy().astype(np.int64)
     # each key's names through the categoricals: astype(str) on a million rows materialised a million
     # strings (0.8 s of a warm open)
-    short, full = names_per_key(g, "short"), names_per_key(g, "full_name")
+    short, full = names_per_key(g, "short", "full_name")
     position = {k: i for i, k in enumerate(categories)}
     stats_code = np.array([position[k] for k in stats["key"]], np.int64)
     stats_row_of_code = np.full(len(categories), -1, np.int64)

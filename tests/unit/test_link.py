@@ -180,7 +180,9 @@ def test_names_per_key_are_each_keys_first_launchs_names():
 
     g = load_trace(shared_trace("gpt_train_eager")).gpu
     first = g.groupby("key", observed=True, sort=False).head(1)  # each key's first launch, in row order
-    for column in ("short", "full_name"):
-        names = names_per_key(g, column)
+    both = names_per_key(g, "short", "full_name")
+    for column, together in zip(("short", "full_name"), both):
+        (names,) = names_per_key(g, column)
+        assert names == together  # asked together or alone, the same names
         assert len(names) == len(g["key"].cat.categories)
         assert [names[c] for c in first["key"].cat.codes] == first[column].astype(str).tolist()

@@ -88,7 +88,7 @@ class GroupIndex:
         key = g["key"].cat
         self.key_codes = key.codes.to_numpy().astype(np.int64)
         self.key_names = tuple(str(c) for c in key.categories)
-        self.key_short = tuple(names_per_key(g, "short"))
+        self.key_short = tuple(names_per_key(g, "short")[0])
         self.key_rank = _ranks(self.key_names)
         self._built: dict[str, Grouping] = {}
         self._class_sums: dict[str, tuple[np.ndarray, ClassSums | None]] = {}  # by -> (its classes, their sums)

@@ -64,7 +64,7 @@ def _build(trace: Trace) -> RangeIndex:
     end = g["end"].to_numpy()
     key = g["key"].cat
     codes = key.codes.to_numpy().astype(np.int64)
-    short = names_per_key(g, "short")
+    (short,) = names_per_key(g, "short")
     kind = g["kind"].to_numpy()
     own = g["bytes"].to_numpy().astype(np.float64)
     own = np.where((kind != Kind.KERNEL) & (own >= 0), own, np.nan)
