@@ -299,6 +299,15 @@ static int unescape(const u8 *s, size_t n, Buf *scratch) {
     return 0;
 }
 
+/* A string's text start[0:end - start], unescaped or not, as it ends: torch 1.8's '"external id"' lies in
+   the text exactly where a string is `external id` or ends with an escaped quote and then it (any other
+   '"' before it would end a string outside JSON's grammar) */
+static inline void note_old_spelling(const u8 *start, const u8 *end) {
+    if (end - start >= 11 && end[-1] == 'd' && end[-11] == 'e' && (end - start == 11 || end[-12] == '"') &&
+        !memcmp(end - 11, "external id", 11))
+        old_external_id = 1;
+}
+
 #if defined(__SSE2__)
 /* Which of the sixteen bytes at p a string does not hold as they are: '"', '\\', a control byte or
    non-ASCII (as signed bytes, control and non-ASCII bytes are both below ' '), one bit each. */
@@ -371,11 +380,7 @@ static int scan_string(Cur *c, Str *out) {
         if (!k) return BAIL;
         p += k;
     }
-    /* '"external id"' lies in the text exactly where a string is `external id` or ends with an
-       escaped quote and then it (any other '"' before it would end a string outside JSON's grammar) */
-    if (p - start >= 11 && p[-1] == 'd' && p[-11] == 'e' && (p - start == 11 || p[-12] == '"') &&
-        !memcmp(p - 11, "external id", 11))
-        old_external_id = 1;
+    note_old_spelling(start, p);
     if (out) {
         out->s = start;
         out->n = (size_t)(p - start);
@@ -394,7 +399,7 @@ static inline int short_string(Cur *c, Str *out) {
     unsigned hits = special_bytes(p + 1);
     int n = hits ? __builtin_ctz(hits) : 16;
     if (n == 16 || p[1 + n] != '"') return 0;
-    if (n == 11 && !memcmp(p + 1, "external id", 11)) old_external_id = 1;
+    note_old_spelling(p + 1, p + 1 + n);
     *out = (Str){p + 1, (size_t)n, 0};
     c->p = p + n + 2;
     return 1;
@@ -453,9 +458,6 @@ static inline uint64_t lead_digits(const u8 *p, int *k, int *zeros) {
 
 static int scan_number_bytewise(Cur *c, Num *num);
 
-/* A number at c->p: the same Num as scan_number_bytewise, eight digits at a time where it has 64 bytes
-   of text ahead and at most 19 significant digits without an exponent (every Kineto number), else
-   byte by byte. */
 /* lead_digits reads a word's bytes in memory order from its low end: little-endian machines only */
 #if defined(__BYTE_ORDER__) && defined(__ORDER_LITTLE_ENDIAN__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 #define WORDWISE_NUMBERS 1
@@ -463,6 +465,9 @@ static int scan_number_bytewise(Cur *c, Num *num);
 #define WORDWISE_NUMBERS 0
 #endif
 
+/* A number at c->p: the same Num as scan_number_bytewise, eight digits at a time where it has 64 bytes
+   of text ahead and at most 19 significant digits without an exponent (every Kineto number), else
+   byte by byte. */
 static inline __attribute__((always_inline)) int scan_number(Cur *c, Num *num) {
     const u8 *p = c->p;
     if (!WORDWISE_NUMBERS || c->end - p < 64) return scan_number_bytewise(c, num);
@@ -815,11 +820,11 @@ static int arg_field(const u8 *s, size_t n) {
 /* Keys foreseen: an object's keys are most often those of the last object of its shape, at the same
    places (Kineto writes each kind of event's fields in one order), so each place remembers the text
    that led to its value last time: from the end of the value before (its ',' and the whitespace
-   around it; for the first key, the whitespace after the '{') through the key, its ':' and the spaces after.
-   Text that holds those bytes again, with no more whitespace before the value, is that member, read
-   as before: taken in one compare, without the walks over whitespace, the search for the key's end
-   or the lookup of the field it names. Events' shapes are told apart by their "ph", their args' by
-   their "cat" (both come first in Kineto's events). */
+   around it; for the first key, the whitespace after the '{') through the key, its ':' and the
+   spaces after. Text that holds those bytes again, with no more whitespace before the value, is
+   that member, read as before: taken in one compare, without the walks over whitespace, the search
+   for the key's end or the lookup of the field it names. Events' shapes are told apart by their
+   "ph", their args' by their "cat" (both come first in Kineto's events). */
 #define KEY_TEXT 40 /* the text remembered at a place, at most (Kineto's longest: 37 bytes) */
 #define KEY_PLACES 24
 #define EVENT_SHAPES 8
@@ -884,9 +889,10 @@ static int object_next(Cur *c) {
 
 static int event_field(const u8 *s, size_t n);
 
-/* The object's next member, from c->p: just past its '{' (``first``) or at the end of a value. 1: a member follows, *field the field its key names (args: arg_field's, else
-   event_field's), c->p at its value; 0: the object ended, past its '}'; BAIL. ``k``: what is
-   remembered at the member's place (NULL: none), taken if the text holds it, else replaced. */
+/* The object's next member, from c->p: just past its '{' (``first``) or at the end of a value.
+   1: a member follows, *field the field its key names (args: arg_field's, else event_field's), c->p
+   at its value; 0: the object ended, past its '}'; BAIL. ``k``: what is remembered at the member's
+   place (NULL: none), taken if the text holds it, else replaced. */
 static inline int next_member(Cur *c, KeyText *k, int first, int args, int *field) {
     const u8 *p = c->p;
     if (k && k->len && (size_t)(c->end - p) > k->len && same_bytes(k->text, p, k->len) && !IS_WS[p[k->len]]) {
@@ -1520,18 +1526,21 @@ static PyObject *scan(PyObject *self, PyObject *args) {
    line of only an indent and "]" can start (the caller checks; a few others come back too). Inside
    Kineto's events "]" follows "]", "[" or a digit, so 32 bytes are ruled out at a time, not each "]"
    one by one (memchr stopped ~12M times a GB). */
+#if defined(__SSE2__)
+/* Which of the sixteen bytes at q are a "]" after a byte of at most ' ' as a signed byte: newline,
+   space and tab, and a few bytes more (other controls, non-ASCII) whose "]" the caller rules out. */
+static inline unsigned closes_after_blank(const u8 *q) {
+    const __m128i close = _mm_set1_epi8(']'), above = _mm_set1_epi8(' ' + 1);
+    __m128i v = _mm_loadu_si128((const __m128i *)q), before = _mm_loadu_si128((const __m128i *)(q - 1));
+    return (unsigned)_mm_movemask_epi8(_mm_and_si128(_mm_cmpeq_epi8(v, close), _mm_cmplt_epi8(before, above)));
+}
+#endif
+
 static const u8 *line_start_close(const u8 *q, const u8 *e, const u8 *lo) {
     if (q < e && q == lo) q++; /* no byte before it to look at */
 #if defined(__SSE2__)
-    /* a byte before it of at most ' ' as a signed byte: newline, space and tab, and a few bytes more
-       (other controls, non-ASCII) whose "]" the caller then rules out */
-    const __m128i close = _mm_set1_epi8(']'), above = _mm_set1_epi8(' ' + 1);
     for (; e - q >= 32; q += 32) {
-        __m128i v = _mm_loadu_si128((const __m128i *)q), before = _mm_loadu_si128((const __m128i *)(q - 1));
-        __m128i w = _mm_loadu_si128((const __m128i *)(q + 16)), before_w = _mm_loadu_si128((const __m128i *)(q + 15));
-        unsigned hits = (unsigned)_mm_movemask_epi8(_mm_and_si128(_mm_cmpeq_epi8(v, close), _mm_cmplt_epi8(before, above))) |
-                        (unsigned)_mm_movemask_epi8(_mm_and_si128(_mm_cmpeq_epi8(w, close), _mm_cmplt_epi8(before_w, above)))
-                            << 16;
+        unsigned hits = closes_after_blank(q) | closes_after_blank(q + 16) << 16;
         if (hits) return q + __builtin_ctz(hits);
     }
 #endif
