@@ -168,6 +168,34 @@ static int64_t table_id(Table *t, const void *key, size_t len, int *added) {
     return id;
 }
 
+/* The text just written at the end of ``t``'s keys, from ``at``, kept once: its offset if the table
+   holds it already (the copy just written is dropped), else ``at``, where it stays. Record_shapes
+   texts repeat every step (a 1 GB trace's 919k ops hold a few hundred), so a chunk's blob holds
+   each once. */
+static int64_t table_place(Table *t, size_t at) {
+    const char *key = t->keys.data + at;
+    size_t len = t->keys.len - at;
+    uint64_t h = hash_bytes((const u8 *)key, len);
+    size_t j = h & t->mask;
+    for (;;) {
+        Slot *s = &t->slots[j];
+        if (s->id < 0) break;
+        if (s->hash == h && s->len == len && memcmp(t->keys.data + s->off, key, len) == 0) {
+            t->keys.len = at;
+            return (int64_t)s->off;
+        }
+        j = (j + 1) & t->mask;
+    }
+    if (len > UINT32_MAX) return BAIL;
+    Slot *s = &t->slots[j];
+    s->hash = h;
+    s->off = at;
+    s->len = (uint32_t)len;
+    s->id = (int32_t)t->count++;
+    if (t->count * 2 > t->mask && table_grow(t)) return BAIL;
+    return (int64_t)at;
+}
+
 /* ------------------------------------------------------------------ JSON scanning */
 
 typedef struct {
@@ -1116,7 +1144,8 @@ typedef struct {
     PyObject *cols[N_COLS]; /* bytearrays, sized for the most rows the text can hold */
     char *col[N_COLS];
     size_t rows, cap;
-    Buf shapes, comm;
+    Table shapes; /* its keys are the chunk's record_shapes texts, each once (table_place) */
+    Buf comm;
     Buf comm_rows; /* int64 row numbers whose shapes_at points into comm (shifted at the end) */
     Buf aside_spans; /* int64 (start, end) of each metadata or B/E event */
     Buf memory; /* per Kind.MEMORY row, MEMORY_COLUMNS' int64s: the row, then Args.memory */
@@ -1262,15 +1291,19 @@ static int put_raw(Buf *b, const char *key, const Raw *r) {
 /* record_shapes as decode._shapes writes it: {"dims":D,"types":T[,"concrete":C][,"strides":S]} */
 static int put_shapes(State *st, size_t row, const Args *a) {
     const Raw *r = a->raw;
-    size_t at = st->shapes.len;
+    Buf *b = &st->shapes.keys;
+    size_t at = b->len;
     static const Raw no_types = {(const u8 *)"[]", 2};
-    if (put_raw(&st->shapes, "{\"dims\":", &r[R_DIMS])) return BAIL;
-    if (put_raw(&st->shapes, ",\"types\":", HAS_RAW(a, R_TYPES) ? &r[R_TYPES] : &no_types)) return BAIL;
-    if (HAS_RAW(a, R_CONCRETE) && put_raw(&st->shapes, ",\"concrete\":", &r[R_CONCRETE])) return BAIL;
-    if (HAS_RAW(a, R_STRIDES) && put_raw(&st->shapes, ",\"strides\":", &r[R_STRIDES])) return BAIL;
-    if (buf_put(&st->shapes, "}", 1)) return BAIL;
-    COL(st, C_SHAPES_AT, int64_t)[row] = (int64_t)at;
-    COL(st, C_SHAPES_LEN, int32_t)[row] = (int32_t)(st->shapes.len - at);
+    if (put_raw(b, "{\"dims\":", &r[R_DIMS])) return BAIL;
+    if (put_raw(b, ",\"types\":", HAS_RAW(a, R_TYPES) ? &r[R_TYPES] : &no_types)) return BAIL;
+    if (HAS_RAW(a, R_CONCRETE) && put_raw(b, ",\"concrete\":", &r[R_CONCRETE])) return BAIL;
+    if (HAS_RAW(a, R_STRIDES) && put_raw(b, ",\"strides\":", &r[R_STRIDES])) return BAIL;
+    if (buf_put(b, "}", 1)) return BAIL;
+    size_t len = b->len - at;
+    int64_t placed = table_place(&st->shapes, at);
+    if (placed < 0) return BAIL;
+    COL(st, C_SHAPES_AT, int64_t)[row] = placed;
+    COL(st, C_SHAPES_LEN, int32_t)[row] = (int32_t)len;
     return 0;
 }
 
@@ -1375,8 +1408,8 @@ static int state_init(State *st, size_t text_bytes, PyObject *classify) {
        sized for the shortest possible event instead, the columns' first and last pages alone
        would cost ~40 MB of huge pages a chunk */
     st->cap = text_bytes / 160 + 64;
-    Table *tables[] = {&st->combos, &st->lanes, &st->names, &st->hashes};
-    for (size_t i = 0; i < 4; i++)
+    Table *tables[] = {&st->combos, &st->lanes, &st->names, &st->hashes, &st->shapes};
+    for (size_t i = 0; i < 5; i++)
         if (table_init(tables[i])) return BAIL;
     if (!(st->lane_values = PyList_New(0)) ||
         !(st->name_values = PyList_New(0)) || !(st->hash_values = PyList_New(0)) || !(st->aside = PyList_New(0)))
@@ -1394,8 +1427,8 @@ static int state_init(State *st, size_t text_bytes, PyObject *classify) {
 }
 
 static void state_free(State *st) {
-    Table *tables[] = {&st->combos, &st->lanes, &st->names, &st->hashes};
-    for (size_t i = 0; i < 4; i++) table_free(tables[i]);
+    Table *tables[] = {&st->combos, &st->lanes, &st->names, &st->hashes, &st->shapes};
+    for (size_t i = 0; i < 5; i++) table_free(tables[i]);
     free(st->key.data);
     Py_XDECREF(st->lane_values);
     Py_XDECREF(st->name_values);
@@ -1403,7 +1436,6 @@ static void state_free(State *st) {
     Py_XDECREF(st->aside);
     for (int i = 0; i < N_COLS; i++) Py_XDECREF(st->cols[i]);
     free(st->info);
-    free(st->shapes.data);
     free(st->comm.data);
     free(st->comm_rows.data);
     free(st->aside_spans.data);
@@ -1452,7 +1484,8 @@ static int scan_array(State *st, const u8 *text, size_t n, int bare) {
 static PyObject *result_of(State *st) {
     int64_t *at = COL(st, C_SHAPES_AT, int64_t);
     const int64_t *rows = (const int64_t *)st->comm_rows.data;
-    for (size_t i = 0; i < st->comm_rows.len / sizeof(int64_t); i++) at[rows[i]] += (int64_t)st->shapes.len;
+    const Buf *shapes = &st->shapes.keys;
+    for (size_t i = 0; i < st->comm_rows.len / sizeof(int64_t); i++) at[rows[i]] += (int64_t)shapes->len;
     const int64_t *spans = (const int64_t *)st->aside_spans.data;
     for (size_t i = 0; i < st->aside_spans.len / sizeof(int64_t); i += 2) {
         PyObject *span = Py_BuildValue("(LL)", (long long)spans[i], (long long)spans[i + 1]);
@@ -1470,13 +1503,13 @@ static PyObject *result_of(State *st) {
         PyList_SET_ITEM(columns, i, st->cols[i]);
         st->cols[i] = NULL;
     }
-    PyObject *blob = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(st->shapes.len + st->comm.len));
+    PyObject *blob = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(shapes->len + st->comm.len));
     if (!blob) {
         Py_DECREF(columns);
         return NULL;
     }
-    if (st->shapes.len) memcpy(PyBytes_AS_STRING(blob), st->shapes.data, st->shapes.len);
-    if (st->comm.len) memcpy(PyBytes_AS_STRING(blob) + st->shapes.len, st->comm.data, st->comm.len);
+    if (shapes->len) memcpy(PyBytes_AS_STRING(blob), shapes->data, shapes->len);
+    if (st->comm.len) memcpy(PyBytes_AS_STRING(blob) + shapes->len, st->comm.data, st->comm.len);
     PyObject *memory = PyBytes_FromStringAndSize(st->memory.data ? st->memory.data : "", (Py_ssize_t)st->memory.len);
     if (!memory) {
         Py_DECREF(columns);

@@ -129,7 +129,9 @@ class ChunkDecoder:
         self._info: _ComboInfo | None = None
         self.metadata: list[tuple[str, object, object, str, str, int]] = []
         self.flow_events = 0
-        self.shape_parts: list[bytes] = []
+        # each record_shapes (or collective) text once, at its offset in the shapes blob: ops repeat
+        # theirs every step (a 1 GB trace's 919k ops hold a few hundred texts, 138 MB written out)
+        self.shape_texts: dict[bytes, int] = {}
         self.shape_offset = 0
         self.losses = Losses()
         self.begin_end: list[Event] = []  # B/E halves, paired once all are read
@@ -224,17 +226,19 @@ class ChunkDecoder:
     def _state(self) -> tuple:
         return (
             len(self.names.codes), len(self.lanes.codes), len(self.metadata),
-            self.flow_events, len(self.shape_parts), self.shape_offset, len(self.begin_end),
+            self.flow_events, self.shape_offset, len(self.begin_end),
             Counter(self.losses.events), Counter(self.losses.fields),
         )
 
     def _restore(self, state: tuple) -> None:
-        names, lanes, metadata, flows, shape_parts, shape_offset, begin_end, events, fields = state
+        names, lanes, metadata, flows, shape_offset, begin_end, events, fields = state
         self.names.truncate(names)
         self.lanes.truncate(lanes)
         del self.metadata[metadata:]
         self.flow_events = flows
-        del self.shape_parts[shape_parts:]
+        texts = self.shape_texts  # in the order they were added, so at increasing offsets
+        while texts and next(reversed(texts.values())) >= shape_offset:
+            texts.popitem()
         self.shape_offset = shape_offset
         del self.begin_end[begin_end:]
         self.losses.events = events
@@ -271,10 +275,32 @@ class ChunkDecoder:
         cols["lane"] = lanes[cols["lane"]]
 
     def _append_shapes(self, cols: dict, rows: np.ndarray, blob: bytes) -> None:
-        """``blob`` joins the shapes blob; the spans of ``rows``, offsets into it, move to where it lands."""
-        cols["shapes_at"][rows] += self.shape_offset
-        self.shape_parts.append(blob)
-        self.shape_offset += len(blob)
+        """``blob``'s texts join the shapes blob, each text once, in the order first met; the spans of
+        ``rows``, offsets into ``blob``, move to where their text is. However a decoder cut and
+        deduplicated the texts, the blob is the same."""
+        column = cols["shapes_at"]
+        at = column[rows]
+        if not len(at):
+            return
+        starts = np.zeros(len(blob), bool)
+        starts[at] = True
+        starts = np.flatnonzero(starts)
+        length = np.zeros(len(blob), np.int64)
+        length[at] = cols["shapes_len"][rows]
+        texts, view, offsets = self.shape_texts, memoryview(blob), []
+        for start, n in zip(starts.tolist(), length[starts].tolist()):
+            text = bytes(view[start : start + n])
+            offset = texts.get(text)
+            if offset is None:
+                offset = texts[text] = self.shape_offset
+                self.shape_offset += n
+            offsets.append(offset)
+        where = length  # reused: each start's offset in the joined blob
+        where[starts] = offsets
+        column[rows] = where[at]
+
+    def shapes_blob(self) -> bytes:
+        return b"".join(self.shape_texts)
 
     def _columns(self, events: list[Event], hashes: list[str], comm: list[bytes]) -> dict[str, np.ndarray]:
         """Columns of ``events``; kernel_hash holds indices into ``hashes`` (appended to) for
@@ -465,11 +491,9 @@ class ChunkDecoder:
             + np.where(strides_len > 0, strides_len + 11, 0)
         )
         ends = np.cumsum(sizes)
-        blob = b"".join(parts)
-        at[rows[have]] = self.shape_offset + ends - sizes
+        at[rows[have]] = ends - sizes
         length[rows[have]] = sizes
-        self.shape_parts.append(blob)
-        self.shape_offset += len(blob)
+        self._append_shapes(cols, rows[have], b"".join(parts))
 
 
 GPU_FIELDS = ("device", "stream", "registers", "shared_memory")

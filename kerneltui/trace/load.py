@@ -71,7 +71,7 @@ class RawTrace:
         self.lanes: list[tuple] = decoder.lanes.values()
         self.metadata = decoder.metadata
         self.flow_events = decoder.flow_events
-        self.shapes_blob = b"".join(decoder.shape_parts)
+        self.shapes_blob = decoder.shapes_blob()
         self.top = top
         self.truncated = truncated
         self.end_damaged = end_damaged  # the events are whole, what follows them is not

@@ -50,7 +50,7 @@ def decode_alone(array_json: bytes, separator: bytes | None = None) -> Partial:
         decoder.lanes.values(),
         decoder.metadata,
         decoder.flow_events,
-        b"".join(decoder.shape_parts),
+        decoder.shapes_blob(),
         decoder.losses,
         decoder.begin_end,
     )
