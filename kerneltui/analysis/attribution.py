@@ -46,7 +46,7 @@ import pandas as pd
 from kerneltui.analysis.compare.phases import OPTIMIZER_PREFIXES, gpu_compiled, gpu_phases, named_rows
 from kerneltui.analysis.provenance.join import records_of
 from kerneltui.trace.frames import MODULE_FRAME, innermost_frames, sources
-from kerneltui.trace.intervals import Nesting, split_by
+from kerneltui.trace.intervals import innermost, split_by
 from kerneltui.trace.model import Trace
 from kerneltui.trace.schema import Kind
 
@@ -229,7 +229,7 @@ def _innermost_of(trace: Trace, rows: np.ndarray, lanes: np.ndarray, t: np.ndarr
         mine = rows_of.get(lane)
         if mine is None:
             continue
-        found = Nesting(starts[mine], ends[mine]).innermost(t[queries])
+        found = innermost(starts[mine], ends[mine], t[queries])
         out[queries] = np.where(found >= 0, rows[mine][np.clip(found, 0, None)], -1)
     return out
 

@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from kerneltui.trace.frames import innermost_frames, sources
-from kerneltui.trace.intervals import Nesting, split_by
+from kerneltui.trace.intervals import innermost, split_by
 from kerneltui.trace.schema import Kind
 
 MEMORY_NAME = "[memory]"
@@ -104,7 +104,7 @@ def memory_events(trace) -> MemoryEvents | None:
         read = int((trace.names_of(names[fits]) == MEMORY_NAME).sum())
         raise MemoryUnreadable(f"{loaded:,} [memory] events loaded, {read:,} read with their totals, "
                                "and they do not line up")
-    which = np.flatnonzero(trace.names_of(names[rows]) == MEMORY_NAME)
+    which = np.flatnonzero(np.isin(names[rows], _codes_named(trace, MEMORY_NAME)))  # codes: no string a row
     if not len(which):
         return None
     which = which[np.argsort(ev["ts"].to_numpy()[rows[which]], kind="stable")]  # time order; file order among ties
@@ -113,6 +113,10 @@ def memory_events(trace) -> MemoryEvents | None:
                         bytes=ev["bytes"].to_numpy()[rows], allocated=side["allocated"][which],
                         reserved=side["reserved"][which], device_type=side["device_type"][which],
                         device_id=side["device_id"][which], addr=side["addr"][which])
+
+
+def _codes_named(trace, name: str) -> np.ndarray:
+    return np.array([code for code, each in enumerate(trace.names) if each == name], np.int64)
 
 
 def enclosing_ops(trace, lane: np.ndarray, ts: np.ndarray) -> np.ndarray:
@@ -126,7 +130,7 @@ def enclosing_ops(trace, lane: np.ndarray, ts: np.ndarray) -> np.ndarray:
         if mine is None:
             continue
         start = ev["ts"].to_numpy()[mine]
-        found = Nesting(start, start + ev["dur"].to_numpy()[mine]).innermost(ts[which])
+        found = innermost(start, start + ev["dur"].to_numpy()[mine], ts[which])
         out[which] = np.where(found >= 0, mine[np.clip(found, 0, None)], -1)
     return out
 
@@ -135,7 +139,7 @@ def _frees(addr: np.ndarray, delta: np.ndarray) -> np.ndarray:
     """For each event (time order): the index of the free that ends it if it is an allocation, else -1.
 
     Per address in time order, an allocation's free is the address's next event when that is a free."""
-    order = np.lexsort((np.arange(len(addr)), addr))
+    order = np.argsort(addr, kind="stable")  # by address, time order within one
     a, d = addr[order], delta[order]
     paired = np.zeros(len(addr), bool)
     if len(addr) > 1:
@@ -206,18 +210,26 @@ def memory_table(trace, top: int = TOP_OPS) -> MemoryTable | None:
         never = allocs & (free < 0)
         needed[idx[live | never]] = True
         per_device.append((int(device), idx, peak, live, never))
-    # the op, module and source line only of the allocations the tables name (a fraction of the events)
+    # the op, module and source line only of the allocations the tables name (a fraction of the events),
+    # kept per such allocation: ``slot`` is each event's place among them
     wanted = np.flatnonzero(needed)
-    names = np.full(len(m.ts), NO_OP, object)
-    module = np.full(len(m.ts), "", object)
-    source = np.full(len(m.ts), "", object)
+    slot = np.full(len(m.ts), -1, np.int64)
+    slot[wanted] = np.arange(len(wanted))
+    names = np.full(len(wanted), NO_OP, object)
+    module = np.full(len(wanted), "", object)
+    source = np.full(len(wanted), "", object)
     if len(wanted):
         op_rows = enclosing_ops(trace, m.lane[wanted], m.ts[wanted])
-        names[wanted] = np.where(op_rows >= 0, trace.names_of(trace.events["name"].to_numpy()[np.clip(op_rows, 0, None)]),
-                                 NO_OP)
+        names[:] = np.where(op_rows >= 0, trace.names_of(trace.events["name"].to_numpy()[np.clip(op_rows, 0, None)]),
+                            NO_OP)
         where = sources(trace, innermost_frames(trace, m.lane[wanted], m.ts[wanted]))
-        module[wanted] = where["module"].to_numpy()
-        source[wanted] = where["source"].to_numpy()
+        module[:] = where["module"].to_numpy()
+        source[:] = where["source"].to_numpy()
+
+    def ops(events: np.ndarray, delta: np.ndarray) -> tuple:
+        at = slot[events]
+        return _by_op(names[at], delta, module[at], source[at], top)
+
     devices = []
     for device, idx, peak, live, never in per_device:
         ts, alloc, reserved, delta = m.ts[idx], m.allocated[idx], m.reserved[idx], m.bytes[idx]
@@ -226,10 +238,10 @@ def memory_table(trace, top: int = TOP_OPS) -> MemoryTable | None:
             device=device, ts=ts, allocated=alloc, reserved=reserved,
             peak_allocated_bytes=int(alloc[peak]), peak_allocated_ts=int(ts[peak]),
             peak_reserved_bytes=int(reserved.max()), per_step=_per_step(trace, ts, alloc),
-            top_ops=_by_op(names[idx][live], delta[live], module[idx][live], source[idx][live], top),
+            top_ops=ops(idx[live], delta[live]),
             live_at_peak_bytes=int(delta[live].sum()), allocations=int(allocs.sum()), frees=int((delta < 0).sum()),
             never_freed=int(never.sum()), never_freed_bytes=int(delta[never].sum()),
-            never_freed_ops=_by_op(names[idx][never], delta[never], module[idx][never], source[idx][never], top),
+            never_freed_ops=ops(idx[never], delta[never]),
             allocations_per_step=_allocations_per_step(trace, ts, allocs),
         ))
     return MemoryTable(events=len(m.ts), devices=tuple(devices))

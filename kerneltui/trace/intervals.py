@@ -102,6 +102,45 @@ class Nesting:
         return np.sort(self.order[self.depth == 0])
 
 
+FEW_QUERIES = 64  # under one query per this many intervals, ``innermost`` reads only around each query
+
+
+def innermost(starts: np.ndarray, ends: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """``Nesting(starts, ends).innermost(t)``, the same answer for any intervals.
+
+    For a few t among many intervals (the memory table's ~100 allocations among a thread's 700k ops)
+    the depths are computed only where a query needs them: the Nesting's sorts, depths and split by
+    depth cost 80 ms a thread of the 1 GB trace, this ~20 ms."""
+    t = np.asarray(t, dtype=np.int64)
+    if len(t) * FEW_QUERIES >= len(starts):
+        return Nesting(starts, ends).innermost(t)
+    order = nesting_order(starts, ends)
+    ordered = starts[order]
+    sorted_ends = np.sort(ends)
+    before = np.searchsorted(ordered, t, side="right")  # intervals (by nesting order) starting at or before t
+    target = before - np.searchsorted(sorted_ends, t, side="left") - 1  # Nesting.open_count(t) - 1
+    out = np.full(len(t), -1, np.int64)
+    read = 0
+    for q in np.flatnonzero(target >= 0).tolist():
+        # Nesting's answer: the last interval before ``before`` whose depth is the target, if it
+        # reaches t. Depths are read back from there, in windows that double
+        high, width = int(before[q]), 64
+        while high > 0:
+            low = max(0, high - width)
+            read += high - low
+            if read > len(starts):  # deep stacks far back (a hostile trace): the whole Nesting is cheaper
+                return Nesting(starts, ends).innermost(t)
+            depth = np.arange(low, high) - np.searchsorted(sorted_ends, ordered[low:high], side="right")
+            hit = np.flatnonzero(depth == target[q])
+            if len(hit):
+                at = int(order[low + int(hit[-1])])
+                if ends[at] >= t[q]:
+                    out[q] = at
+                break
+            high, width = low, width * 2
+    return out
+
+
 def depth_by_group(groups: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     """``Nesting(starts, ends).depth`` of every interval within its group (thread), all groups at once.
 

@@ -24,13 +24,23 @@ GRAPH_OP = "cudaGraphLaunch"
 
 def lookup(keys: np.ndarray, rows: np.ndarray, wanted: np.ndarray) -> np.ndarray:
     """Row whose key equals each wanted value (first by row order), or -1."""
-    if len(keys) == 0:
-        return np.full(len(wanted), -1, np.int64)
-    order = np.lexsort((rows, keys))
-    sorted_keys = keys[order]
-    at = np.clip(np.searchsorted(sorted_keys, wanted, side="left"), 0, len(keys) - 1)
-    found = (sorted_keys[at] == wanted) & (wanted >= 0)
-    return np.where(found, rows[order[at]], -1)
+    return KeyIndex(keys, rows).find(wanted)
+
+
+class KeyIndex:
+    """``lookup``'s keys sorted once, for lookups made a few at a time (a frame's parents, level by level)."""
+
+    def __init__(self, keys: np.ndarray, rows: np.ndarray):
+        self.order = np.lexsort((rows, keys))
+        self.sorted_keys = keys[self.order]
+        self.rows = rows
+
+    def find(self, wanted: np.ndarray) -> np.ndarray:
+        if len(self.sorted_keys) == 0:
+            return np.full(len(wanted), -1, np.int64)
+        at = np.clip(np.searchsorted(self.sorted_keys, wanted, side="left"), 0, len(self.sorted_keys) - 1)
+        found = (self.sorted_keys[at] == wanted) & (wanted >= 0)
+        return np.where(found, self.rows[self.order[at]], -1)
 
 
 def gpu_table(events: pd.DataFrame, names: list[str], lanes: pd.DataFrame, nesting) -> pd.DataFrame:

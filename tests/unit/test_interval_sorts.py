@@ -1,13 +1,15 @@
-"""The faster sorts of trace/intervals.py give exactly the orders of the numpy calls they replace."""
+"""The faster sorts and queries of trace/intervals.py give exactly the answers of the code they replace."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+from kerneltui.trace import intervals
 from kerneltui.trace.intervals import (
     Nesting,
     depth_by_group,
+    innermost,
     nesting_order,
     stable_argsort,
 )
@@ -59,3 +61,49 @@ def test_depth_by_group_on_interleaved_threads_with_tied_starts():
     ends = np.array([10, 9, 4, 9, 6, 2, 9])
     # thread 0: [0,10] > [0,4]; [5,9] > [5,6]; thread 1: two [0,9] (the second nested in the first) > [1,2]
     assert depth_by_group(groups, starts, ends).tolist() == [0, 0, 1, 1, 2, 2, 1]
+
+
+def _intervals(rng, n: int, shape: str) -> tuple[np.ndarray, np.ndarray]:
+    if shape == "nested":  # start-sorted, short: a thread's op stack
+        starts = np.sort(rng.integers(0, 10**6, n))
+        return starts, starts + rng.integers(0, 5000, n)
+    if shape == "ties":  # many equal starts and ends, some ending before they start
+        starts = rng.integers(0, 50, n)
+        return starts, starts + rng.integers(-3, 20, n)
+    if shape == "deep":  # one long chain, ends jittered into partial overlaps
+        return np.arange(n), 2 * n - np.arange(n) + rng.integers(-2, 3, n)
+    starts = rng.integers(-10**4, 10**4, n)  # overlapping at random
+    return starts, starts + rng.integers(0, 10**4, n)
+
+
+@pytest.mark.parametrize("shape", ["nested", "ties", "deep", "random"])
+def test_innermost_for_a_few_queries_is_the_nestings_answer(shape, monkeypatch):
+    rng = np.random.default_rng(7)
+    built = []
+    real = intervals.Nesting
+    monkeypatch.setattr(intervals, "Nesting", lambda *a: built.append(1) or real(*a))
+    for _ in range(150):
+        n = int(rng.integers(64 * 4, 4000))
+        starts, ends = (a.astype(np.int64) for a in _intervals(rng, n, shape))
+        t = rng.integers(int(starts.min()) - 5, int(ends.max()) + 5, int(rng.integers(1, n // 64)))
+        third = len(t) // 3
+        t[:third] = starts[rng.integers(0, n, third)]  # on an interval's start and end
+        t[third : 2 * third] = ends[rng.integers(0, n, third)]
+        few = innermost(starts, ends, t)
+        assert np.array_equal(few, real(starts, ends).innermost(t)), (shape, n)
+    # an op stack's few queries are answered without a Nesting; overlaps hundreds deep read far back
+    # from a query, and past as many depths as there are intervals the whole Nesting is built instead
+    if shape == "nested":
+        assert len(built) < 15
+    if shape == "deep":
+        assert len(built) > 100
+
+
+def test_innermost_finds_the_tightest_op_around_each_time():
+    starts = np.array([0, 10, 12, 30, 0, 100], np.int64)  # op 4 ties op 0's start and is longer: op 0 is inside it
+    ends = np.array([50, 20, 15, 40, 60, 400], np.int64)
+    t = np.array([13, 11, 35, 55, 70, 100, 400, -1], np.int64)
+    # 64 intervals a query at least: the path that reads depths around each query alone
+    pad = np.arange(10**6, 10**6 + 64 * len(t), dtype=np.int64)
+    found = innermost(np.concatenate([starts, pad]), np.concatenate([ends, pad]), t)
+    assert found.tolist() == [2, 1, 3, 4, -1, 5, 5, -1]
