@@ -137,13 +137,19 @@ def run_traces(args: argparse.Namespace) -> int:
         return run_app(args.a, args.b, loader=functools.partial(load_trace, cache=False if args.no_cache else None,
                                                                  write_later=True), provenance=_provenance(args))
 
+    # A's read starts now, on a thread, while pandas and the analyses are imported (as `summary` reads)
+    from kerneltui.commands.load_ahead import LoadAhead, load_trace
+    from kerneltui.trace.cache import start_workers_for
+
+    cache = False if args.no_cache else None
+    start_workers_for([args.a, args.b], cache)  # forked while this process has one thread
+    reading_a = LoadAhead(functools.partial(load_trace, cache=cache), args.a)
     from kerneltui import diff_report
     from kerneltui.analysis.compare.diff import diff_traces
     from kerneltui.terminal_text import printable
-    from kerneltui.trace import load_trace
 
-    cache = False if args.no_cache else None
-    a, b = load_trace(args.a, cache=cache), load_trace(args.b, cache=cache)
+    a = reading_a(args.a)
+    b = load_trace(args.b, cache=cache)
     d = diff_traces(a, b, _provenance(args))
     if fmt == "json":
         text = diff_report.as_json(d)

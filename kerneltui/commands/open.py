@@ -32,8 +32,8 @@ def run(args: argparse.Namespace) -> int:
     check_trace_path(args.trace[0])  # a missing file is one line, not a screen that shows it
     kept, put_back = _kept_screen(args)  # on screen now, before the imports below
     try:
-        from kerneltui.commands.load_ahead import LoadAhead
-        from kerneltui.trace.model import load_trace, start_workers_for
+        from kerneltui.commands.load_ahead import LoadAhead, load_trace
+        from kerneltui.trace.cache import start_workers_for
 
         path = args.trace[0]
         start_workers_for([path], cache=False if args.no_cache else None)  # before any thread

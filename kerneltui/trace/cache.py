@@ -49,7 +49,8 @@ import numpy as np
 import orjson
 
 from kerneltui import __version__
-from kerneltui.trace import scanner
+from kerneltui.trace import pool, scanner
+from kerneltui.trace.blocks import size_and_compression
 from kerneltui.trace.cache_dir import (  # noqa: F401 - the directory's rules, named here as before
     DEFAULT_MAX_BYTES,
     EDGE_BYTES,
@@ -146,6 +147,20 @@ def entry_path(key: dict, directory: Path | None = None) -> Path:
 
 
 # -- loading --------------------------------------------------------------------
+def start_workers_for(paths: list[str], cache: bool | None = None) -> bool:
+    """Call from the main thread before the load's thread or an app starts: fork the decode workers now
+    if a trace among ``paths`` will be read cold and is big enough to want them (trace/pool.py says why)."""
+    sizes = []
+    for path in paths:
+        if holds(path, cache):
+            continue
+        try:
+            sizes.append(size_and_compression(path))
+        except OSError:
+            continue  # the load itself words the error
+    return pool.start_workers(sizes)
+
+
 def load(
     path: str | os.PathLike,
     progress: Callable[[float], None] | None = None,

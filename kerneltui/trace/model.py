@@ -15,10 +15,9 @@ import numpy as np
 import orjson
 import pandas as pd
 
-from kerneltui.trace import heap, pool
-from kerneltui.trace.blocks import size_and_compression
-from kerneltui.trace.cache import holds as cache_holds
+from kerneltui.trace import heap
 from kerneltui.trace.cache import load as cached_read
+from kerneltui.trace.cache import start_workers_for  # noqa: F401 - the commands' name for it, as before
 from kerneltui.trace.frames import innermost_frames, sources
 from kerneltui.trace.intervals import depth_by_group, index_dtype, stable_argsort
 from kerneltui.trace.iterations import Iterations, find_iterations
@@ -236,20 +235,6 @@ def load_trace(
     """
     raw, meta = cached_read(path, progress, cache, write_later)
     return Trace(raw, meta)
-
-
-def start_workers_for(paths: list[str], cache: bool | None = None) -> bool:
-    """Call from the main thread before an app starts: fork the decode workers now if a trace
-    among ``paths`` will be read cold and is big enough to want them (trace/pool.py says why)."""
-    sizes = []
-    for path in paths:
-        if cache_holds(path, cache):
-            continue
-        try:
-            sizes.append(size_and_compression(path))
-        except OSError:
-            continue  # the load itself words the error
-    return pool.start_workers(sizes)
 
 
 def present_codes(codes: np.ndarray, n_names: int) -> np.ndarray:

@@ -257,7 +257,7 @@ def test_put_back_leaves_the_alternate_screen_only_where_textual_never_took_the_
 
 def test_ctrl_c_between_the_kept_screen_and_textual_puts_the_terminal_back(monkeypatch):
     from kerneltui.cli import main
-    from kerneltui.trace import model
+    from kerneltui.trace import cache
 
     calls = []
     monkeypatch.setattr("kerneltui.commands.open.interactive", lambda: True)
@@ -267,7 +267,7 @@ def test_ctrl_c_between_the_kept_screen_and_textual_puts_the_terminal_back(monke
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(model, "start_workers_for", interrupted)
+    monkeypatch.setattr(cache, "start_workers_for", interrupted)
     assert main(["open", str(EAGER)]) == 130
     assert calls == [True]  # the terminal put back, the alternate screen left: Textual never took it
 

@@ -85,8 +85,8 @@ def test_no_cache_writes_and_reads_nothing(argv, private_cache, monkeypatch, cap
 
 
 def test_open_no_cache_hands_the_app_a_loader_without_cache(monkeypatch):
-    from kerneltui.trace.model import load_trace
     import kerneltui.tui.app as app_module
+    from kerneltui.commands.load_ahead import load_trace
 
     seen = []
 

@@ -1,0 +1,58 @@
+"""`summary` starts reading the trace before it imports pandas and its analyses, and reports as before."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kerneltui.cli import main
+from kerneltui.commands import load_ahead
+from kerneltui.trace.model import load_trace
+
+ROOT = Path(__file__).resolve().parents[2]
+EAGER = ROOT / "tests" / "data" / "traces" / "add_relu_1M_eager.json.gz"
+
+WATCHED = """
+import sys
+import kerneltui.trace.cache as cache
+real = cache.load
+def load(*args, **kwargs):
+    print("pandas imported when the read began:", "pandas" in sys.modules, file=sys.stderr, flush=True)
+    return real(*args, **kwargs)
+cache.load = load
+from kerneltui.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.parametrize("extra", [[], ["--health"], ["--overview"], ["--memory"], ["--by", "module"]])
+def test_summary_reads_the_trace_before_pandas_is_imported(extra):
+    done = subprocess.run([sys.executable, "-c", WATCHED, "summary", str(EAGER), "--no-cache", *extra],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120, check=False)
+    assert "pandas imported when the read began: False" in done.stderr
+    assert done.returncode == 0, done.stderr
+
+
+def test_summary_json_read_ahead_counts_what_torch_counted(capsys):
+    truth = json.loads((ROOT / "tests" / "data" / "traces" / "add_relu_1M_eager.truth.json").read_text())
+    assert main(["summary", str(EAGER), "--no-cache", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    counted = {k["full_name"]: k["count"] for k in doc["kernels"]}
+    assert counted == {k["key"]: k["count"] for k in truth["key_averages"] if k["device_type"] == "DeviceType.CUDA"}
+    assert sum(counted.values()) == truth["n_device_events"] == 2
+    assert doc["trace"]["events"] == len(load_trace(EAGER, cache=False).events)
+
+
+def test_the_read_ahead_loader_makes_the_trace_the_model_makes():
+    ahead, plain = load_ahead.load_trace(EAGER, cache=False), load_trace(EAGER, cache=False)
+    assert ahead.events.equals(plain.events) and ahead.names == plain.names and ahead.meta == plain.meta
+
+
+def test_a_missing_trace_is_one_line_and_a_failure_with_the_read_ahead(capsys):
+    assert main(["summary", str(EAGER) + ".missing", "--no-cache"]) != 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "missing" in err[0]
