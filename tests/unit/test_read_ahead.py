@@ -1,4 +1,5 @@
-"""`summary` starts reading the trace before it imports pandas and its analyses, and reports as before."""
+"""`summary` reads the trace while it imports pandas and its analyses, and builds its tables on two threads
+at once; it reports as before."""
 
 from __future__ import annotations
 
@@ -56,3 +57,31 @@ def test_a_missing_trace_is_one_line_and_a_failure_with_the_read_ahead(capsys):
     assert main(["summary", str(EAGER) + ".missing", "--no-cache"]) != 0
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "missing" in err[0]
+
+
+def test_summary_json_builds_the_gpu_table_once_while_the_memory_table_is_made(monkeypatch, capsys):
+    """The memory table (which does not read the GPU table) starts on the second thread while this
+    one builds the GPU table; the summary and health there wait for it rather than build it again."""
+    import threading
+
+    from kerneltui.analysis import memory
+    from kerneltui.trace import model
+
+    gpt = ROOT / "tests" / "data" / "traces" / "gpt_train_eager.json.gz"
+    memory_started, built = threading.Event(), []
+    real_memory, real_gpu = memory.memory_table, model.gpu_table
+
+    def memory_table(trace):
+        memory_started.set()
+        return real_memory(trace)
+
+    def gpu_table(*args):
+        built.append(memory_started.wait(30))  # True: the memory table began before the GPU table was done
+        return real_gpu(*args)
+
+    monkeypatch.setattr(memory, "memory_table", memory_table)
+    monkeypatch.setattr(model, "gpu_table", gpu_table)
+    assert main(["summary", str(gpt), "--no-cache", "--format", "json"]) == 0
+    assert built == [True]
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["memory"]["devices"][0]["allocations"] == 996  # the [memory] events' allocations, as the view shows
