@@ -62,6 +62,10 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--no-screen", action="store_true", help="skip the `open` rows (they need tmux)")
     args = parser.parse_args()
+    # kerneltui's modules compiled, as an installed package's are (pip compiles on install): from a
+    # checkout, a process run with PYTHONDONTWRITEBYTECODE=1 (as on these machines) compiles every
+    # module it imports again (0.3 s of a small trace's `summary --no-cache`), which no user of an install pays
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "kerneltui")], check=True)
     plain = ensure(DEFAULT_SOURCE, args.mb, gz=False)
     gzipped = ensure(DEFAULT_SOURCE, args.mb, gz=True)
     home = tempfile.mkdtemp(prefix="kerneltui-instant-")
