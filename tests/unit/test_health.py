@@ -377,3 +377,13 @@ def test_two_threads_asking_for_a_traces_health_at_once_share_one_build(monkeypa
         t.join()
     assert builds == ["a"]
     assert found["a"] is found["b"] and found["a"].gpu_events == 2  # add and relu
+
+
+def test_launches_among_gpu_correlations_is_isin():
+    from kerneltui.analysis.health.launches import _among
+
+    rng = np.random.default_rng(3)
+    for n, m, span in ((1000, 900, 5000), (50, 0, 10), (0, 20, 10), (2000, 3000, 2**62)):
+        queries, values = rng.integers(-span, span, n), rng.integers(-span, span, m)
+        queries[: n // 2] = values[rng.integers(0, m, n // 2)] if m else queries[: n // 2]
+        assert np.array_equal(_among(queries, values), np.isin(queries, values))

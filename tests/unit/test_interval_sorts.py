@@ -107,3 +107,4 @@ def test_innermost_finds_the_tightest_op_around_each_time():
     pad = np.arange(10**6, 10**6 + 64 * len(t), dtype=np.int64)
     found = innermost(np.concatenate([starts, pad]), np.concatenate([ends, pad]), t)
     assert found.tolist() == [2, 1, 3, 4, -1, 5, 5, -1]
+

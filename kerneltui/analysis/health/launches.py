@@ -37,7 +37,7 @@ def launch_causes(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
     cause = np.full(len(rows), "", object)
     if not len(rows):
         return rows, cause
-    lost = ~np.isin(corr[rows], trace.gpu["correlation"].to_numpy()) | (corr[rows] < 0)
+    lost = ~_among(corr[rows], trace.gpu["correlation"].to_numpy()) | (corr[rows] < 0)
     if not lost.any():
         return rows, cause
     copy_codes = [c for c, w in work.items() if w == "copy"]
@@ -53,6 +53,16 @@ def launch_causes(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
     cause[left & is_copy] = "no_kernel" if kernels_lost else "empty_launch"
     cause[lost & (cause == "")] = "no_kernel"
     return rows, cause
+
+
+def _among(queries: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """``np.isin(queries, values)`` for integers: the values sorted once and searched (isin sorts both
+    together: 138 ms for the 1 GB trace's 177k launches and GPU events, this 10 ms)."""
+    if not len(values):
+        return np.zeros(len(queries), bool)
+    ordered = np.sort(values)
+    at = np.minimum(np.searchsorted(ordered, queries), len(ordered) - 1)
+    return ordered[at] == queries
 
 
 def _inside_capture(trace: Trace, rows: np.ndarray) -> np.ndarray:
