@@ -327,10 +327,16 @@ def run_trace(args: argparse.Namespace) -> int:
     # steps here; the GPU table (0.26 s at 1 GB) on this thread while the memory table (which does not
     # read it) starts on the other, whose summary and health wait for it
     trace.window, trace.iterations  # noqa: B018 - computed and cached now
-    gpu_made = threading.Event()
+    gpu_made, gpu_built = threading.Event(), []
 
     def after_gpu(call):
-        return lambda trace: gpu_made.wait() and call(trace)
+        def run(trace):
+            gpu_made.wait()
+            if not gpu_built:  # it raised on this thread, where the command ends: nothing to build again
+                raise RuntimeError("the GPU table was not built")
+            return call(trace)
+
+        return run
 
     # JSON: the health too (as_json's overview and advice on this thread take longer than the summary and
     # the memory table there; health balances them)
@@ -343,8 +349,9 @@ def run_trace(args: argparse.Namespace) -> int:
     memory = futures[0] if args.format == "json" else None
     try:
         gpu = trace.gpu
+        gpu_built.append(True)
     finally:
-        gpu_made.set()  # an error here is raised here: the other thread's calls end too
+        gpu_made.set()  # also after an error, raised here: the other thread's waiting calls end at once
     work = cpu_rows(trace, args)
     if args.filter:
         gpu = gpu[matching_rows(gpu, args.filter)]

@@ -276,28 +276,32 @@ class ChunkDecoder:
 
     def _append_shapes(self, cols: dict, rows: np.ndarray, blob: bytes) -> None:
         """``blob``'s texts join the shapes blob, each text once, in the order first met; the spans of
-        ``rows``, offsets into ``blob``, move to where their text is. However a decoder cut and
-        deduplicated the texts, the blob is the same."""
+        ``rows``, offsets into ``blob``, move to where their text is. Whichever decoder read a chunk (and
+        whether it kept a chunk's texts once already), the blob is the same for the same chunks."""
         column = cols["shapes_at"]
         at = column[rows]
         if not len(at):
             return
-        starts = np.zeros(len(blob), bool)
-        starts[at] = True
-        starts = np.flatnonzero(starts)
-        length = np.zeros(len(blob), np.int64)
-        length[at] = cols["shapes_len"][rows]
+        length = cols["shapes_len"][rows]
+        if len(blob) <= 16 * len(at):  # a blob of distinct texts (the scanner's): marks over its bytes
+            marked = np.zeros(len(blob), bool)
+            marked[at] = True
+            starts = np.flatnonzero(marked)
+            of_start = np.zeros(len(blob), np.int64)
+            of_start[at] = length
+            sizes = of_start[starts]
+        else:  # one text an op (the Python decoder's): no array as long as the blob
+            starts, first = np.unique(at, return_index=True)
+            sizes = length[first]
         texts, view, offsets = self.shape_texts, memoryview(blob), []
-        for start, n in zip(starts.tolist(), length[starts].tolist()):
+        for start, n in zip(starts.tolist(), sizes.tolist()):
             text = bytes(view[start : start + n])
             offset = texts.get(text)
             if offset is None:
                 offset = texts[text] = self.shape_offset
                 self.shape_offset += n
             offsets.append(offset)
-        where = length  # reused: each start's offset in the joined blob
-        where[starts] = offsets
-        column[rows] = where[at]
+        column[rows] = np.asarray(offsets, np.int64)[np.searchsorted(starts, at)]
 
     def shapes_blob(self) -> bytes:
         return b"".join(self.shape_texts)

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -62,10 +64,8 @@ def test_a_missing_trace_is_one_line_and_a_failure_with_the_read_ahead(capsys):
 def test_summary_json_builds_the_gpu_table_once_while_the_memory_table_is_made(monkeypatch, capsys):
     """The memory table (which does not read the GPU table) starts on the second thread while this
     one builds the GPU table; the summary and health there wait for it rather than build it again."""
-    import threading
-
     from kerneltui.analysis import memory
-    from kerneltui.trace import model
+    from kerneltui.trace import model, summary
 
     gpt = ROOT / "tests" / "data" / "traces" / "gpt_train_eager.json.gz"
     memory_started, built = threading.Event(), []
@@ -77,11 +77,50 @@ def test_summary_json_builds_the_gpu_table_once_while_the_memory_table_is_made(m
 
     def gpu_table(*args):
         built.append(memory_started.wait(30))  # True: the memory table began before the GPU table was done
+        time.sleep(0.3)  # long enough for the other thread to reach the summary, were it not waiting
         return real_gpu(*args)
 
+    def summarize(trace):
+        summarized.append("gpu" in trace.__dict__)  # the GPU table was there when the summary began
+        return real_summarize(trace)
+
+    summarized, real_summarize = [], summary.summarize
     monkeypatch.setattr(memory, "memory_table", memory_table)
     monkeypatch.setattr(model, "gpu_table", gpu_table)
+    monkeypatch.setattr(summary, "summarize", summarize)
     assert main(["summary", str(gpt), "--no-cache", "--format", "json"]) == 0
-    assert built == [True]
+    assert built == [True] and summarized == [True]
     doc = json.loads(capsys.readouterr().out)
     assert doc["memory"]["devices"][0]["allocations"] == 996  # the [memory] events' allocations, as the view shows
+
+
+def test_a_gpu_table_that_fails_is_raised_once_and_not_built_again(monkeypatch):
+    from kerneltui.trace import model
+
+    calls = []
+
+    def gpu_table(*args):
+        calls.append(threading.current_thread().name)
+        raise RuntimeError("no GPU table")
+
+    monkeypatch.setattr(model, "gpu_table", gpu_table)
+    with pytest.raises(RuntimeError, match="no GPU table"):
+        main(["summary", str(EAGER), "--no-cache", "--format", "json"])
+    for thread in threading.enumerate():
+        if thread.name == "kerneltui-summary":
+            thread.join(10)  # its waiting calls end at once, none building the table again
+            assert not thread.is_alive()
+    assert calls == ["MainThread"]
+
+
+def test_summary_forks_its_decode_workers_before_the_read_starts_its_thread(monkeypatch, capsys):
+    from kerneltui.trace import cache
+
+    def start_workers_for(paths, cache=None):
+        reading = any(t.name == "kerneltui-load-ahead" for t in threading.enumerate())
+        asked.append((paths, cache, reading))
+
+    asked = []
+    monkeypatch.setattr(cache, "start_workers_for", start_workers_for)
+    assert main(["summary", str(EAGER), "--no-cache"]) == 0
+    assert asked == [([str(EAGER)], False, False)]  # forked (were they wanted) before the read's thread started
