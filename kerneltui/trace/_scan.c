@@ -143,29 +143,38 @@ static int table_grow(Table *t) {
     return 0;
 }
 
-/* The id of ``key``, added (``*added`` = 1) if new; BAIL on memory errors. */
-static int64_t table_id(Table *t, const void *key, size_t len, int *added) {
-    uint64_t h = hash_bytes(key, len);
+/* The slot of ``key`` (hash ``h``): the one holding it (id >= 0), else the empty one where it goes. */
+static inline Slot *table_slot(const Table *t, const void *key, size_t len, uint64_t h) {
     size_t j = h & t->mask;
-    *added = 0;
     for (;;) {
         Slot *s = &t->slots[j];
-        if (s->id < 0) break;
-        if (s->hash == h && s->len == len && (len == 0 || memcmp(t->keys.data + s->off, key, len) == 0))
-            return s->id;
+        if (s->id < 0 || (s->hash == h && s->len == len && (len == 0 || memcmp(t->keys.data + s->off, key, len) == 0)))
+            return s;
         j = (j + 1) & t->mask;
     }
-    if (len > UINT32_MAX) return BAIL;
-    size_t off = t->keys.len;
-    if (buf_put(&t->keys, key, len)) return BAIL;
-    Slot *s = &t->slots[j];
+}
+
+/* A key (at most UINT32_MAX bytes) already in t->keys at ``off`` into its empty slot ``s``: its id, or BAIL. */
+static int64_t table_fill(Table *t, Slot *s, uint64_t h, size_t off, size_t len) {
     s->hash = h;
     s->off = off;
     s->len = (uint32_t)len;
     int32_t id = s->id = (int32_t)t->count++;
-    *added = 1;
     if (t->count * 2 > t->mask && table_grow(t)) return BAIL; /* frees the slots s points into */
     return id;
+}
+
+/* The id of ``key``, added (``*added`` = 1) if new; BAIL on memory errors. */
+static int64_t table_id(Table *t, const void *key, size_t len, int *added) {
+    uint64_t h = hash_bytes(key, len);
+    Slot *s = table_slot(t, key, len, h);
+    *added = 0;
+    if (s->id >= 0) return s->id;
+    if (len > UINT32_MAX) return BAIL;
+    size_t off = t->keys.len;
+    if (buf_put(&t->keys, key, len)) return BAIL; /* t->keys moves, the slots do not */
+    *added = 1;
+    return table_fill(t, s, h, off, len);
 }
 
 /* The text just written at the end of ``t``'s keys, from ``at``, kept once: its offset if the table
@@ -176,23 +185,12 @@ static int64_t table_place(Table *t, size_t at) {
     const char *key = t->keys.data + at;
     size_t len = t->keys.len - at;
     uint64_t h = hash_bytes((const u8 *)key, len);
-    size_t j = h & t->mask;
-    for (;;) {
-        Slot *s = &t->slots[j];
-        if (s->id < 0) break;
-        if (s->hash == h && s->len == len && memcmp(t->keys.data + s->off, key, len) == 0) {
-            t->keys.len = at;
-            return (int64_t)s->off;
-        }
-        j = (j + 1) & t->mask;
+    Slot *s = table_slot(t, key, len, h);
+    if (s->id >= 0) {
+        t->keys.len = at;
+        return (int64_t)s->off;
     }
-    if (len > UINT32_MAX) return BAIL;
-    Slot *s = &t->slots[j];
-    s->hash = h;
-    s->off = at;
-    s->len = (uint32_t)len;
-    s->id = (int32_t)t->count++;
-    if (t->count * 2 > t->mask && table_grow(t)) return BAIL;
+    if (len > UINT32_MAX || table_fill(t, s, h, at, len) < 0) return BAIL;
     return (int64_t)at;
 }
 
