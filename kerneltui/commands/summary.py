@@ -99,19 +99,17 @@ def _read_ahead(args: argparse.Namespace) -> None:
     if getattr(args, "_reading", None) is not None:
         return
     # numpy and the loader, not pandas
-    from kerneltui.commands.load_ahead import LoadAhead
-    from kerneltui.trace.cache import load, start_workers_for
+    from kerneltui.commands.load_ahead import LoadAhead, load_trace
+    from kerneltui.trace.cache import start_workers_for
 
     cache = False if args.no_cache else None
     start_workers_for([args.trace], cache)  # forked while this process has one thread
-    args._reading = LoadAhead(functools.partial(load, cache=cache), args.trace)
+    args._reading = LoadAhead(functools.partial(load_trace, cache=cache), args.trace)
 
 
 def _load(args: argparse.Namespace):
-    from kerneltui.trace.model import Trace
-
     _read_ahead(args)
-    return Trace(*args._reading(args.trace))
+    return args._reading(args.trace)
 
 
 def _write(trace, text: str) -> None:
@@ -340,13 +338,12 @@ def run_trace(args: argparse.Namespace) -> int:
 
     # JSON: the health too (as_json's overview and advice on this thread take longer than the summary and
     # the memory table there; health balances them)
+    memory = s = None
     if args.format == "json":
-        wanted = (memory_table, after_gpu(summarize), after_gpu(trace_health))
-    else:
-        wanted = () if args.format == "csv" else (after_gpu(summarize),)
-    futures = in_background(wanted, trace, name="kerneltui-summary")
-    s = futures[-2 if args.format == "json" else 0] if wanted else None
-    memory = futures[0] if args.format == "json" else None
+        memory, s, _ = in_background((memory_table, after_gpu(summarize), after_gpu(trace_health)), trace,
+                                     name="kerneltui-summary")
+    elif args.format != "csv":
+        (s,) = in_background((after_gpu(summarize),), trace, name="kerneltui-summary")
     try:
         gpu = trace.gpu
         gpu_built.append(True)
