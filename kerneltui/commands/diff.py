@@ -130,7 +130,8 @@ def run_traces(args: argparse.Namespace) -> int:
     if fmt is None:
         check_trace_path(args.a)
         check_trace_path(args.b)
-        from kerneltui.trace.model import load_trace, start_workers_for
+        from kerneltui.trace.cache import start_workers_for
+        from kerneltui.trace.model import load_trace
         from kerneltui.tui.diff.app import run_app
 
         start_workers_for([args.a, args.b], cache=False if args.no_cache else None)  # before Textual's threads

@@ -17,7 +17,6 @@ import pandas as pd
 
 from kerneltui.trace import heap
 from kerneltui.trace.cache import load as cached_read
-from kerneltui.trace.cache import start_workers_for  # noqa: F401 - the commands' name for it, as before
 from kerneltui.trace.frames import innermost_frames, sources
 from kerneltui.trace.intervals import depth_by_group, index_dtype, stable_argsort
 from kerneltui.trace.iterations import Iterations, find_iterations

@@ -13,8 +13,9 @@ import numpy as np
 import pytest
 
 from kerneltui.trace import blocks, decode, pool
+from kerneltui.trace.cache import start_workers_for
 from kerneltui.trace.load import read_trace
-from kerneltui.trace.model import load_trace, start_workers_for
+from kerneltui.trace.model import load_trace
 from tests.conftest import shared_trace
 
 

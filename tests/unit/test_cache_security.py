@@ -22,8 +22,9 @@ import pytest
 
 from kerneltui import cli
 from kerneltui.trace import cache
+from kerneltui.trace.cache import start_workers_for
 from kerneltui.trace.load import read_trace
-from kerneltui.trace.model import load_trace, start_workers_for
+from kerneltui.trace.model import load_trace
 from tests.conftest import PROJECT_TRACES, ROOT, cache_env
 
 SMALL = PROJECT_TRACES / "add_relu_1M_eager.json.gz"

@@ -138,7 +138,7 @@ def start_rank_workers(paths: list[str], cache: bool | None = None) -> None:
 
     from kerneltui.analysis.ranks.discover import rank_files
     from kerneltui.trace.cache import enabled as cache_enabled
-    from kerneltui.trace.model import start_workers_for
+    from kerneltui.trace.cache import start_workers_for
 
     try:
         files = rank_files(paths)
