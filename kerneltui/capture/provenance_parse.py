@@ -113,6 +113,7 @@ class _Site:
     handle: str | None  # its provenance debug handle, "name:n"
     origin: re.Match | None  # the "Source Nodes ... Original ATen" comment above the call
     subgraph: str | None  # the wrapper function the call is in: partition_0, true_graph_0; None in call()
+    args: tuple[str, ...] = ()  # the names the call passes: graph inputs (arg0_1, primals_3), buffers, streams
 
 
 def _functions(code: str) -> dict[str, str]:
@@ -170,7 +171,8 @@ def _sites_in(body: str, defined: dict[str, _Definition], functions: dict[str, s
             continue
         window = body[since:line_start]
         handles, origins = _DEBUG_HANDLE.findall(window), list(_ORIGIN.finditer(window))
-        sites.append(_Site(match[1], handles[-1] if handles else None, origins[-1] if origins else None, subgraph))
+        sites.append(_Site(match[1], handles[-1] if handles else None, origins[-1] if origins else None, subgraph,
+                           tuple(_NAME.findall(line, match.end()))))
         since = line_start + len(line)
     return sites
 
@@ -314,6 +316,24 @@ def _replaced(dynamo: dict[str, DynamoNode], to_pre: dict, pre_to_post: dict, us
     return sorted(found, key=order.__getitem__)
 
 
+def _reached_unclaimed(post_graph: dict[str, _PostNode], users: dict[str, list[str]], claimed: set[str],
+                       args: tuple[str, ...]) -> list[str]:
+    """The post-grad nodes a generated kernel that Inductor mapped to nothing runs, found from its call.
+
+    Inductor (2.11) records neither nodes nor stack traces for a foreach kernel of several ops
+    (`triton_for_fused_1`, an optimizer step's: "Unsorted Source Nodes: []"): it runs the ops that
+    read the graph inputs it is passed, and those that read their results, as far as nodes another
+    kernel was mapped to. A foreach op split over two such kernels is in both (each runs its part)."""
+    found: dict[str, None] = {}
+    queue = [u for a in dict.fromkeys(args) for u in users.get(a, [])]
+    while queue:
+        name = queue.pop()
+        if name not in found and name not in claimed:
+            found[name] = None
+            queue.extend(users.get(name, []))
+    return [n for n in post_graph if n in found and post_graph[n].op]
+
+
 def _computing_first(dynamo: dict[str, DynamoNode], pre: list[str]) -> list[str]:
     """Pre-grad nodes, those that compute before those that only re-view (view, transpose): a kernel's
     first source line is then the matmul or softmax it runs, not the view that fed it."""
@@ -341,12 +361,15 @@ def kernels(graph: GraphRecord, library: tuple[str, ...] = ()) -> list[dict[str,
     sites = _call_sites(code, defined) or [_Site(name, None, None, None) for name in defined]
     name_of_graph = graph_name(code)
     here = _this_runs_files(dynamo, library)
+    claimed = {n for nodes in to_post.values() for n in nodes}
     records = []
     for site in sites:
         name, handle = site.name, site.handle
         definition = defined.get(name)
         origin = site.origin or (definition.origin if definition else None)
         post = to_post.get(handle) or to_post.get(name) or []
+        if not post and definition is not None and not (origin and _listed(origin[1])):
+            post = _reached_unclaimed(post_graph, users, claimed, site.args)
         own = post
         if definition is None:
             # An extern kernel runs its one op; Inductor also lists the nodes that computed its inputs

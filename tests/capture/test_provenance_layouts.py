@@ -13,6 +13,7 @@ are written below after torch 2.13's codegen (codegen/wrapper.py, scheduler.py
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from kerneltui.capture.provenance_parse import DynamoNode, GraphRecord, kernels
@@ -232,3 +233,37 @@ def test_a_gpu_partitioned_wrapper_with_a_combo_kernel_keeps_handles_hashes_and_
     ]
     assert [k["post_grad_nodes"] for k in records] == [["relu", "sin", "cos"], ["nonzero"], ["add"]]
     assert {(k["graph"], k["cache_key"], k["compile_id"]) for k in records} == {("1_forward", "fgpu", "1/0")}
+
+
+ADAM = "/opt/torch/.venv/lib/python3.12/site-packages/torch/"  # torch's folder on the H200 machine
+
+
+def test_a_foreach_kernel_inductor_mapped_to_nothing_runs_the_ops_its_inputs_feed():
+    # adam_foreach_h200.json: AdamW's step compiled on an H200 (torch 2.11). Inductor maps its first
+    # foreach kernel to `_foreach_add_` (the step count, adam.py:687) and the second, the whole
+    # update, to nothing ("Unsorted Source Nodes: []", no stack traces): its ops are those that read
+    # the parameters and moments it is passed, up to the node the first kernel has.
+    first, update = kernels(graphs("adam_foreach_h200")[0], (ADAM,))
+    assert (first["name"], first["aten_ops"], [s["line"] for s in first["source_lines"]]) == (
+        "triton_for_fused_0", ["aten._foreach_add_.Scalar"], [687])
+    assert update["name"] == "triton_for_fused_1" and update["kernel_hash"] == "cbwj2qj3rvpp4suvy3oq5reucxnbuoof2jgy3z7xaks237qhcihe"
+    assert update["aten_ops"] == [
+        "aten._foreach_mul.Scalar", "aten._foreach_sub.List", "aten._foreach_add_.List", "aten._foreach_mul.List",
+        "aten._foreach_add.List", "aten._foreach_sub.Scalar", "aten._foreach_neg.default", "aten._foreach_div.Scalar",
+        "aten._foreach_reciprocal.default", "aten._foreach_sqrt.default", "aten._foreach_div.List",
+        "aten._foreach_add.Scalar", "aten.copy_.default"]
+    assert "_foreach_add" not in update["post_grad_nodes"] and update["post_grad_nodes"][:2] == ["_foreach_mul", "_foreach_sub"]
+    assert {s["file"] for s in update["source_lines"]} == {ADAM + "optim/adam.py"}
+    assert [s["line"] for s in update["source_lines"]] == [692, 705, 709, 722, 738, 739, 741, 744, 745, 747, 763, 765,
+                                                         766, 767, 770]
+    assert update["source_lines"][0]["code"] == "torch._foreach_mul_(device_params, 1 - lr * weight_decay)"
+
+
+def test_a_kernel_with_no_mapping_and_no_graph_input_runs_nothing_it_can_be_given():
+    # the same graph, the update's call passing none of the graph's inputs: nothing to follow, no ops
+    graph = graphs("adam_foreach_h200")[0]
+    graph.code, calls = re.subn(r"triton_for_fused_1\.run\(.*\)", "triton_for_fused_1.run(buf0, buf1, stream=stream0)",
+                                graph.code)
+    assert calls == 1
+    update = kernels(graph, (ADAM,))[1]
+    assert (update["name"], update["aten_ops"], update["source_lines"]) == ("triton_for_fused_1", [], [])

@@ -39,6 +39,12 @@ EXPECTED = {
     "traces/resnet18_train_compiled.json.gz": (True, [("overlap_pdl", 4), ("empty_launch", 2)]),
     "compile/graph_break_stack.json.gz": (True, []),
     "compile/recompile_in_step.json.gz": (True, [("compile_in_step", 1)]),
+    # `kerneltui capture` on an H200 (tests/data/capture_h200): every GPU event has its launch call
+    "capture_h200/train_step_batch64_width128_eager.json.gz": (True, []),
+    "capture_h200/train_step_batch64_width128_compiled.json.gz": (True, []),
+    "capture_h200/train_step_batch64_width128_compiled-reduce-overhead.json.gz": (True, []),
+    "capture_h200/gpt_step_batch8_context64_width128_layers2_heads4_vocab512_eager.json.gz": (True, []),
+    "capture_h200/gpt_step_batch8_context64_width128_layers2_heads4_vocab512_compiled.json.gz": (True, []),
     # CPU captures (tests/data/cpu): no GPU work, nothing to find
     "cpu/add_relu_n1000000_eager.json.gz": (True, []),
     "cpu/add_relu_n1000000_compiled.json.gz": (True, []),

@@ -65,7 +65,10 @@ def test_the_diff_matches_the_fused_kernel_to_the_eager_kernels_it_covers(tmp_pa
 
 def test_a_record_covering_only_add_leaves_the_relu_kernel_unmatched(tmp_path):
     only_add = json.loads(json.dumps(ADD_RELU))
-    only_add["kernels"][0]["aten_ops"] = ["aten.add.Tensor"]
+    kernel = only_add["kernels"][0]
+    kernel["aten_ops"], kernel["pre_grad_nodes"] = ["aten.add.Tensor"], ["add"]
+    kernel["source_lines"][0]["code"] = "return a + b"
+    kernel["name"] = kernel["trace_name"] = "triton_poi_fused_add_0"  # joined by its hash
     a = load_trace(SHARED_TRACES / "add_relu_1M_eager.json.gz")
     b = load_trace(with_block(tmp_path, "add_relu_1M_compiled", only_add))
     rows = diff_traces(a, b).matches
@@ -74,6 +77,32 @@ def test_a_record_covering_only_add_leaves_the_relu_kernel_unmatched(tmp_path):
     assert replaced["a_name"].startswith("vectorized_elementwise_kernel<CUDAFunctor_add>")
     left = rows[rows["kind"] == "only A"].iloc[0]
     assert left["a_name"].startswith("vectorized_elementwise_kernel<launch_clamp_scalar>")
+
+
+def test_the_functions_a_records_line_calls_cover_what_its_ops_do_not(tmp_path):
+    # Inductor names the ops it ran after decompositions (lerp_ is sub, mul and add): the eager
+    # kernel of an op the record's line calls (`.relu()`), that no record's ops cover, is its too
+    only_add = json.loads(json.dumps(ADD_RELU))
+    only_add["kernels"][0]["aten_ops"], only_add["kernels"][0]["pre_grad_nodes"] = ["aten.add.Tensor"], ["add"]
+    a = load_trace(SHARED_TRACES / "add_relu_1M_eager.json.gz")
+    b = load_trace(with_block(tmp_path, "add_relu_1M_compiled", only_add))
+    rows = diff_traces(a, b).matches
+    assert list(rows["kind"]) == ["fused"] and rows.iloc[0]["a_count"] == 2 and rows.iloc[0]["b_count"] == 1
+
+
+def test_a_records_ops_cover_in_place_spellings_and_its_nodes_calls():
+    record = parse(ADD_RELU).kernels[0]
+    # its ops, in place too, and those its name was made of (add, relu, add_relu)
+    assert record.eager_ops == {"aten::add", "aten::relu", "aten::add_", "aten::relu_", "aten::add_relu"}
+    foreach = parse({**ADD_RELU, "kernels": [{**ADD_RELU["kernels"][0], "name": "triton_for_fused_1",
+                                              "aten_ops": ["aten._foreach_mul.Scalar"],
+                                              "pre_grad_nodes": ["_foreach_mul_", "_foreach_add__1"]}]}).kernels[0]
+    assert foreach.eager_ops == {"aten::_foreach_mul", "aten::_foreach_mul_", "aten::_foreach_add_"}
+    named = parse({**ADD_RELU, "kernels": [{**ADD_RELU["kernels"][0], "aten_ops": [], "pre_grad_nodes": [],
+                   "name": "triton_per_fused_sum_threshold_backward_2"}]}).kernels[0]
+    assert named.eager_ops == {"aten::sum", "aten::threshold", "aten::backward", "aten::sum_threshold",
+                               "aten::threshold_backward", "aten::sum_threshold_backward"}
+    assert record.called_ops == {"aten::relu"}
 
 
 def test_source_lines_must_agree_when_both_sides_have_them(tmp_path):

@@ -188,20 +188,33 @@ def _match_anchors(a: Side, b: Side, items_a, items_b) -> list[tuple[int, int, b
 
 def _moved_anchors(a: Side, b: Side, items_a, items_b, matched) -> tuple[list[int], list[int]]:
     """Anchors left unmatched with the same identity on both sides: the same call, moved (a weight
-    gradient Inductor computes at the end of its backward graph)."""
+    gradient Inductor computes at the end of its backward graph); then those computing the same
+    product by another op (eager mm and add, compiled addmm accumulating into the tied weight's
+    gradient: the same GEMM)."""
     done_a, done_b = {m[0] for m in matched}, {m[1] for m in matched}
-    waiting: dict[tuple, list[int]] = {}
-    for i, item in enumerate(items_b):
-        ident = _identity(b, item)
-        if ident is not None and i not in done_b:
-            waiting.setdefault(ident, []).append(i)
     out_a, out_b = [], []
-    for i, item in enumerate(items_a):
-        ident = _identity(a, item)
-        if ident is not None and i not in done_a and waiting.get(ident):
-            out_a.append(i)
-            out_b.append(waiting[ident].pop(0))
+    for key_of in (_identity, _call):
+        waiting: dict[tuple, list[int]] = {}
+        for i, item in enumerate(items_b):
+            key = key_of(b, item)
+            if key is not None and i not in done_b:
+                waiting.setdefault(key, []).append(i)
+        for i, item in enumerate(items_a):
+            key = key_of(a, item)
+            if key is not None and i not in done_a and waiting.get(key):
+                j = waiting[key].pop(0)
+                out_a.append(i)
+                out_b.append(j)
+                done_a.add(i)
+                done_b.add(j)
     return out_a, out_b
+
+
+def _call(side: Side, item: list[int]) -> tuple | None:
+    """What a library call computes (anchors.library_call), where its shapes are known."""
+    aid = int(side.roles.anchor[item[0]])
+    key = side.roles.call.get(aid) if aid != -1 else None
+    return key if key is not None and None not in key and key[0] != "copy" else None
 
 
 def _lcs(x: list, y: list) -> list[tuple[int, int]]:
@@ -284,12 +297,22 @@ def _by_provenance(a: Side, b: Side, seg_a: list[int], seg_b: list[int], phase: 
                                                                                      parts.eager_rest)
     if rest_a and rest_b:
         rows.append(Row("fused", phase, rest_a, rest_b, what + " (no provenance record covers these)", confidence))
-    elif rest_a:
-        rows.append(Row("only A", phase, rest_a, [], "removed: no kernel of B's records covers these", confidence))
-    elif rest_b:
-        rows.append(Row("only B", phase, [], rest_b, "new in B: no provenance record, and nothing of A left here",
+    elif rest_a or rest_b:
+        only, change = ("only A", "removed") if rest_a else ("only B", "new in B")
+        rows.append(Row(only, phase, rest_a, rest_b, f"{change}: {_why_alone(compiled, parts, compiled_is_b)}",
                         confidence))
     return rows
+
+
+def _why_alone(compiled: Side, parts, compiled_is_b: bool) -> str:
+    """Why the rows one side has left here have nothing on the other."""
+    if parts.eager_rest:
+        return f"no kernel of {'B' if compiled_is_b else 'A'}'s records covers these"
+    recorded = sum(compiled.provenance.records[r] is not None for r in parts.compiled_rest)
+    if recorded == len(parts.compiled_rest):
+        return f"{'A' if compiled_is_b else 'B'} has no kernel left here that their records' ops cover"
+    return ("no provenance record, and nothing of the other side left here" if not recorded
+            else "no provenance record, or the other side runs none of its record's ops here")
 
 
 def _movable_rows(a: Side, b: Side, ra: np.ndarray, rb: np.ndarray, phase: str) -> list[Row]:

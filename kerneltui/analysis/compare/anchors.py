@@ -99,6 +99,10 @@ def _event_roles(trace: Trace) -> EventRoles:
         by_op = op_row >= 0 and _is_library_op(ops[i]) and not TEMPLATE.match(names[i])
         aid = op_row if by_op else -(i + 2)
         anchor[i] = aid
+        if by_op:
+            # the op's class, not its first row's: addmm may copy its bias into the output (a DtoD
+            # memcpy) before its GEMM kernel runs
+            library[i] = _op_class(ops[i])
         if aid not in identity:
             if by_op:
                 shapes = shapes_of_op(op_row)
@@ -108,6 +112,7 @@ def _event_roles(trace: Trace) -> EventRoles:
                 identity[aid] = (library[i], keys[i])
                 template = TEMPLATE.match(names[i]) and op_row >= 0
                 call[aid] = _template_call(names[i], shapes_of_op(op_row)) if template else (library[i], None)
+    _join_gemm_helpers(g, library, anchor, names, identity, call)
     # kernels a library op launched that are not library kernels themselves (cuDNN's memsets)
     for i in np.flatnonzero((library == "") & (op_rows >= 0)):
         if int(op_rows[i]) in identity and _is_library_op(ops[i]):
@@ -133,6 +138,38 @@ def _event_roles(trace: Trace) -> EventRoles:
     graph_input = (ops == GRAPH_INPUT_COPY) & bool(g["graph"].to_numpy().any()) & (anchor < 0)
     cast &= ~graph_input
     return EventRoles(library, anchor, identity, cast, scalar, signature, call, graph_input)
+
+
+# cuBLAS runs some GEMMs as several kernels: a beta scaling before the product, a split-K reduction
+# or an epilogue after it. Under an op they share its anchor; in a CUDA-graph replay (no op) each
+# joins the GEMM kernel next to it on its stream.
+GEMM_BEFORE = re.compile(r"\bscal_kernel<")
+GEMM_AFTER = re.compile(r"splitKreduce_kernel|epilogue::impl::globalKernel")
+
+
+def _join_gemm_helpers(g, library: np.ndarray, anchor: np.ndarray, names: np.ndarray, identity: dict,
+                       call: dict) -> None:
+    loose = np.flatnonzero((anchor < -1) & (library == "gemm"))  # a library kernel of its own (no op)
+    helper = {int(i): 1 if GEMM_BEFORE.search(names[i]) else -1 for i in loose.tolist()
+              if GEMM_BEFORE.search(names[i]) or GEMM_AFTER.search(names[i])}
+    if not helper:
+        return
+    stream, ts = g["stream"].to_numpy(), g["ts"].to_numpy()
+    order = np.lexsort((ts, stream))
+    place = np.empty(len(order), np.int64)
+    place[order] = np.arange(len(order))
+    # before-helpers look ahead, after-helpers back, past helpers of their own direction
+    for i, step in helper.items():
+        at = int(place[i]) + step
+        while 0 <= at < len(order) and helper.get(int(order[at])) == step:
+            at += step
+        if not 0 <= at < len(order):
+            continue
+        j = int(order[at])
+        if stream[j] == stream[i] and library[j] == "gemm" and anchor[j] < -1 and int(j) not in helper:
+            identity.pop(int(anchor[i]), None)
+            call.pop(int(anchor[i]), None)
+            anchor[i] = anchor[j]
 
 
 # GEMM ops whose first argument is an added term (bias, self), not an operand
@@ -198,6 +235,11 @@ def valid_shapes(shapes) -> dict | None:
 
 def _is_library_op(op: str) -> bool:
     return any(op.startswith(prefixes) for prefixes in LIBRARY_OPS.values())
+
+
+def _op_class(op: str) -> str:
+    """The LIBRARY_OPS class of a library op (gemm for aten::addmm)."""
+    return next(cls for cls, prefixes in LIBRARY_OPS.items() if op.startswith(prefixes))
 
 
 def _library_class(op: str, name: str, kind: int) -> str:

@@ -5,7 +5,10 @@ Each GPU row gets a phase from where it was launched (its launch call's thread a
 * "optimizer" - inside an ``Optimizer.step#...`` or ``Optimizer.zero_grad#...``
   annotation. zero_grad counts: it is the optimizer's bookkeeping, not the model's
   (with ``set_to_none=False`` it launches fills). Checked first, so an optimizer
-  stepped from a backward hook stays "optimizer".
+  stepped from a backward hook stays "optimizer". A compiled step loses its
+  annotation (Dynamo drops record_function): inside the ``## Call CompiledFxGraph
+  <key> ##`` of a graph whose provenance records (``kerneltui capture``) all come
+  from ``torch/optim/`` counts too.
 * "backward" - launched from the autograd engine's thread (thread name
   ``pt_autograd_*``) or under an ``autograd::engine::evaluate_function`` op. Both,
   because the thread is not always named: the ResNet-18 traces call it
@@ -27,10 +30,13 @@ loss, an uncompiled optimizer); they are None for a side with no compiled code.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import pairwise
+from pathlib import PurePath
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from kerneltui.analysis.provenance.join import of_trace, region_key
 from kerneltui.trace.intervals import summable
 from kerneltui.trace.schema import Kind
 
@@ -64,7 +70,7 @@ def gpu_phases(trace: Trace) -> np.ndarray:
     lane = g["launch_lane"].to_numpy()
     t = g["launch_ts"].to_numpy()
     optimizer_rows = named_rows(trace, Kind.ANNOTATION, lambda n: n.startswith(OPTIMIZER_PREFIXES))
-    optimizer = launched_inside(trace, optimizer_rows, lane, t)
+    optimizer = launched_inside(trace, np.union1d(optimizer_rows, _optimizer_graph_calls(trace)), lane, t)
     backward = launched_inside(trace, named_rows(trace, Kind.CPU_OP, lambda n: n.startswith(BACKWARD_PREFIX)), lane, t)
     threads = trace.lanes["thread"].astype(str).str.contains(AUTOGRAD_THREAD, regex=False).to_numpy()
     backward |= (lane >= 0) & threads[np.clip(lane, 0, None)]
@@ -74,6 +80,26 @@ def gpu_phases(trace: Trace) -> np.ndarray:
     out[in_step & backward] = "backward"
     out[in_step & optimizer] = "optimizer"
     return out
+
+
+def _optimizer_graph_calls(trace: Trace) -> np.ndarray:
+    """Rows of the `## Call CompiledFxGraph <key> ##` annotations of graphs that only run torch.optim's
+    code: every kernel record of the graph with source lines has them all in torch/optim/."""
+    provenance = of_trace(trace)
+    optim: dict[str, bool] = {}
+    for record in provenance.kernels if provenance is not None else ():
+        if record.cache_key and record.source_lines:
+            ours = all(_in_torch_optim(line.file) for line in record.source_lines)
+            optim[record.cache_key] = optim.get(record.cache_key, True) and ours
+    keys = {key for key, ours in optim.items() if ours}
+    if not keys:
+        return np.empty(0, np.int64)
+    return named_rows(trace, Kind.ANNOTATION, lambda n: region_key(n) in keys)
+
+
+def _in_torch_optim(file: str) -> bool:
+    parts = PurePath(file).parts
+    return any(a == "torch" and b == "optim" for a, b in pairwise(parts))
 
 
 def gpu_compiled(trace: Trace) -> np.ndarray:

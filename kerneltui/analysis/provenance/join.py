@@ -65,9 +65,14 @@ def _region_key(names) -> str | None:
     """The FX cache key of the innermost `## Call CompiledFxGraph <key> ##` annotation among `names`."""
     for name in reversed(list(names)):
         if isinstance(name, str) and name.startswith(_REGION):
-            parts = name.split()
-            return parts[3] if len(parts) > 3 else None
+            return region_key(name)
     return None
+
+
+def region_key(name: str) -> str | None:
+    """`## Call CompiledFxGraph <key> ##` -> key; None for any other name."""
+    parts = name.split() if name.startswith(_REGION) else ()
+    return parts[3] if len(parts) > 3 else None
 
 
 def _launch_regions(trace: Trace) -> list[str | None]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import orjson
@@ -19,6 +20,9 @@ import orjson
 from kerneltui.errors import UserError
 
 _OVERLOAD = re.compile(r"^(aten|prims|quantized)\.([A-Za-z0-9_]+)(?:\.[A-Za-z0-9_]+)?$")
+_DUPLICATE = re.compile(r"_\d+$")  # Dynamo numbers a graph's second call of a function: add_1, _foreach_add__1
+_FUSED = re.compile(r"^(?:triton|cpp)_[a-z]+_fused_(?P<ops>.+?)_\d+$")  # triton_poi_fused_add_relu_0
+_CALLED = re.compile(r"(\w+)\(")  # the functions a line of code calls: torch._foreach_lerp_(, .relu(
 _FRAME = re.compile(r"^(?P<file>.+?)\((?P<line>\d+)\): (?P<function>.*)$")  # torch's python_function names
 
 
@@ -59,6 +63,29 @@ class KernelProvenance:
     def op_names(self) -> frozenset[str]:
         """The ops as the profiler names the eager ops that launch kernels: aten::add."""
         return frozenset(eager_op_name(op) for op in self.aten_ops)
+
+    @cached_property  # asked per segment of the diff
+    def eager_ops(self) -> frozenset[str]:
+        """The eager ops whose kernels this one does the work of: its ATen ops, in place too
+        (functionalization turns `x.add_(y)` into aten.add), and the torch functions its pre-grad
+        nodes call, named after them (`_foreach_add__1`)."""
+        ops = self.op_names
+        called = {f"aten::{_DUPLICATE.sub('', node)}" for node in self.pre_grad_nodes}
+        return ops | {f"{op}_" for op in ops if not op.endswith("_")} | called | self._named_ops()
+
+    def _named_ops(self) -> set[str]:
+        """The ops Inductor named the kernel after, from the ATen ops before its decompositions
+        (`triton_per_fused_nll_loss_forward_sum_threshold_backward_2`: threshold_backward, which
+        ran as where and le): every run of its name's words, as an op name."""
+        fused = _FUSED.match(self.name)
+        words = fused["ops"].split("_") if fused else []
+        return {"aten::" + "_".join(words[i:j]) for i in range(len(words)) for j in range(i + 1, len(words) + 1)}
+
+    @cached_property
+    def called_ops(self) -> frozenset[str]:
+        """The torch functions its source lines call (`torch._foreach_lerp_(`, which Dynamo and Inductor
+        decomposed into sub, mul and add): wider than eager_ops, as a line's ops may be in two kernels."""
+        return frozenset(f"aten::{name}" for line in self.source_lines for name in _CALLED.findall(line.code))
 
     def summary(self) -> str:
         ops = ", ".join(dict.fromkeys(eager_op_name(o) for o in self.aten_ops)) or "no ATen op recorded"

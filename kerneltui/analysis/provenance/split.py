@@ -50,30 +50,55 @@ class Split:
 
 
 def split(eager: SideProvenance, compiled: SideProvenance, seg_eager: list[int], seg_compiled: list[int]) -> Split:
-    by_record: dict[str, tuple[KernelProvenance, list[int]]] = {}
+    by_record: dict[tuple, tuple[KernelProvenance, list[int]]] = {}
     rest_compiled = []
     for r in seg_compiled:
         record = compiled.records[r]
         if record is None:
             rest_compiled.append(r)
         else:
-            by_record.setdefault(record.name, (record, []))[1].append(r)
-    claimed: set[int] = set()
-    groups = []
-    for record, rows in by_record.values():
-        covered, by_op_alone = _covered(eager, record, [r for r in seg_eager if r not in claimed])
-        if not covered:
+            # kernels of one graph with the same work (a foreach op split over triton_for_fused_1
+            # and _2, each running every op on some of the tensors) are one entry
+            key = (record.graph, record.cache_key, record.eager_ops)
+            by_record.setdefault(key, (record, []))[1].append(r)
+    records = list(by_record.values())
+    owner = _owners(eager, records, seg_eager, seg_compiled)
+    groups: list[tuple[list[int], list[int], KernelProvenance, bool]] = []
+    for at, (record, rows) in enumerate(records):
+        covered = sorted(r for r, (mine, _) in owner.items() if mine == at)
+        if covered:
+            groups.append((covered, rows, record, any(owner[r][1] for r in covered)))
+        else:
             rest_compiled.extend(rows)
-            continue
-        claimed.update(covered)
-        groups.append((covered, rows, record, by_op_alone))
-    return Split(groups, [r for r in seg_eager if r not in claimed], sorted(rest_compiled))
+    return Split(groups, [r for r in seg_eager if r not in owner], sorted(rest_compiled))
 
 
-def _covered(eager: SideProvenance, record: KernelProvenance, candidates: list[int]) -> tuple[list[int], bool]:
-    """The eager kernels a record covers: launched inside one of its ops, from one of its source lines
+def _owners(eager: SideProvenance, records: list[tuple[KernelProvenance, list[int]]], seg_eager: list[int],
+            seg_compiled: list[int]) -> dict[int, tuple[int, bool]]:
+    """Eager row -> (the record that covers it, by op alone): by the records' own ops first, then, of
+    what is left, by the functions their lines call. Where several records cover a row (two kernels
+    that both add), the one whose first kernel sits nearest the same place in its segment: both
+    sides run a graph's work in the same order."""
+    place_e = {r: i / len(seg_eager) for i, r in enumerate(seg_eager)}
+    index_c = {r: i for i, r in enumerate(seg_compiled)}
+    place_c = [index_c[rows[0]] / len(seg_compiled) for _, rows in records]
+    owner: dict[int, tuple[int, bool]] = {}
+    for ops_of in (lambda k: k.eager_ops, lambda k: k.called_ops):
+        free = [r for r in seg_eager if r not in owner]
+        covers: dict[int, list[tuple[int, bool]]] = {}
+        for at, (record, _) in enumerate(records):
+            covered, by_op_alone = _covered(eager, record, free, ops_of(record))
+            for r in covered:
+                covers.setdefault(r, []).append((at, by_op_alone))
+        for r, found in covers.items():
+            owner[r] = min(found, key=lambda item: (abs(place_c[item[0]] - place_e[r]), item[0]))
+    return owner
+
+
+def _covered(eager: SideProvenance, record: KernelProvenance, candidates: list[int],
+             ops: frozenset[str]) -> tuple[list[int], bool]:
+    """The eager kernels a record covers: launched inside one of `ops`, from one of its source lines
     (by op alone when the eager trace has no source lines: it was not captured with stacks)."""
-    ops = record.op_names
     by_op = [r for r in candidates if eager.ops[r] & ops]
     if not by_op:
         return [], False
