@@ -117,3 +117,11 @@ def test_gemms_split_over_cublas_kernels_in_a_graph_replay_are_one_call_each():
     copies = alone[alone["b_name"].str.startswith("Memcpy DtoD")].iloc[0]
     assert (copies["b_count"], copies["reason"]) == (3, ("new in B: no provenance record, and nothing of the other "
                                                          "side left here"))
+
+
+def test_bytes_known_for_part_of_one_sides_time_get_no_ratio():
+    # the eager foreach optimizer records no shapes: A's bytes are 39% of its GPU time, B's all of it
+    diff = diff_traces(trace(f"{TRAIN}_eager"), trace(f"{TRAIN}_compiled"))
+    assert (round(diff.a.bytes_known_share, 2), diff.b.bytes_known_share) == (0.39, 1.0)
+    assert diff.ratios["bytes"] != diff.ratios["bytes"] and diff.ratios["transfers"] != diff.ratios["transfers"]
+    assert "A: bytes known for 39% of GPU time only: bytes and transfers get no ratio" in diff.notes

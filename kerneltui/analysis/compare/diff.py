@@ -180,6 +180,9 @@ def diff_traces(a: Trace, b: Trace, provenance: Provenance | None = None) -> Tra
     if not spans_measure:
         for name in ("wall_ns", "dispatch_ns", "cpu_ns"):
             ratios[name] = math.nan
+    if min(side_a.bytes_known_share, side_b.bytes_known_share) < RATIO_KNOWN:
+        # bytes counted over part of one side's GPU time would be set against the whole of the other's
+        ratios["bytes"] = ratios["transfers"] = math.nan
     notes = _notes(a, b, side_a, side_b, comparable, pairs)
     for label, h in (("A", health_a), ("B", health_b)):
         if not h.ok and not h.abstain_reason(label):
@@ -387,6 +390,7 @@ def _facts(a: SideFacts, b: SideFacts, matches: pd.DataFrame) -> list[str]:
 
 MEMORY_SHOWN = 0.1  # a row's memory-bound part is rated beside its FLOP/s from this share of its time
 KNOWN_ENOUGH = 0.995  # below this share of GPU time with known bytes, the headline says how much is known
+RATIO_KNOWN = 0.9  # below this share on either side, the bytes and transfers get no ratio
 
 
 def _share(x: float) -> str:
@@ -426,7 +430,8 @@ def _notes(ta: Trace, tb: Trace, a: SideFacts, b: SideFacts, comparable: Compara
         if not side.record_shapes:
             notes.append(f"{side.label}: no record_shapes: bytes moved and transfers unknown")
         elif side.bytes_known_share < 0.999:
-            notes.append(f"{side.label}: bytes known for {100 * side.bytes_known_share:.0f}% of GPU time only")
+            no_ratio = ": bytes and transfers get no ratio" if side.bytes_known_share < RATIO_KNOWN else ""
+            notes.append(f"{side.label}: bytes known for {100 * side.bytes_known_share:.0f}% of GPU time only{no_ratio}")
     if a.iterations != b.iterations or a.iteration_source != b.iteration_source:
         notes.append(
             f"{plural(a.iterations, a.unit)} ({a.iteration_source}) vs {plural(b.iterations, b.unit)}"
