@@ -582,18 +582,24 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown stage: {unknown[0]} (from {', '.join(STAGES)})")
     if args.deadline is None:
         args.deadline = 1500 if args.cpu else 280
-    if not args.cpu:
-        probe = subprocess.run([sys.executable, "-c", "import torch; print(torch.cuda.is_available())"],
-                               capture_output=True, text=True, check=False)
-        if probe.stdout.strip() != "True":
-            print("gpu_check: CUDA is not available (--cpu runs the dry run)" + (
-                f": {probe.stderr.strip().splitlines()[-1]}" if probe.stderr.strip() else ""), file=sys.stderr)
-            return 2
+    # torch and the device, for the table's first line even where the env stage is not run
+    says = ("import torch; c = torch.cuda.is_available(); print(c); print(torch.__version__); "
+            "print(torch.cuda.get_device_name() if c else 'CPU')")
+    probe = subprocess.run([sys.executable, "-c", says],
+                           capture_output=True, text=True, check=False,
+                           env={**os.environ, **({"CUDA_VISIBLE_DEVICES": ""} if args.cpu else {})})
+    said = probe.stdout.split()
+    if not args.cpu and said[:1] != ["True"]:
+        print("gpu_check: CUDA is not available (--cpu runs the dry run)" + (
+            f": {probe.stderr.strip().splitlines()[-1]}" if probe.stderr.strip() else ""), file=sys.stderr)
+        return 2
     out = args.out or (Path(os.environ["OUT"]) if os.environ.get("OUT") else None)
     work = Path(tempfile.mkdtemp(prefix="kerneltui-gpu-check-"))
     out = out or work / "out"
     out.mkdir(parents=True, exist_ok=True)
     check = Check(args, out, work, started)
+    if len(said) >= 3:
+        check.header.update({"torch": said[1], "device": " ".join(said[2:])})
     check.traces.mkdir()
     print(f"gpu check: stages {','.join(chosen)}; results in {out}; work in {work}", flush=True)
     for stage in check.stages:

@@ -33,6 +33,18 @@ def load_check():
     return module
 
 
+def test_a_rerun_without_the_env_stage_still_names_torch_and_the_device(tmp_path):
+    torch = pytest.importorskip("torch")
+    out = tmp_path / "out"
+    # summary alone reads add_relu's pair, which this run did not make: it fails, at once
+    done = subprocess.run([sys.executable, str(CHECK), "--cpu", "--stages", "summary", "--out", str(out)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 1, done.stdout + done.stderr
+    table = (out / "results.txt").read_text().splitlines()
+    assert table[0] == f"kerneltui GPU check (CPU dry run): CPU, torch {torch.__version__}"
+    assert table[-1].startswith("FAIL: 0/1 stages passed")
+
+
 def test_cpu_dry_run_passes_and_writes_its_stage_files(tmp_path):
     pytest.importorskip("torch")
     out = tmp_path / "out"
