@@ -125,3 +125,11 @@ def test_bytes_known_for_part_of_one_sides_time_get_no_ratio():
     assert (round(diff.a.bytes_known_share, 2), diff.b.bytes_known_share) == (0.39, 1.0)
     assert diff.ratios["bytes"] != diff.ratios["bytes"] and diff.ratios["transfers"] != diff.ratios["transfers"]
     assert "A: bytes known for 39% of GPU time only: bytes and transfers get no ratio" in diff.notes
+
+
+def test_a_gemm_whose_bias_add_inductor_took_says_both_ops():
+    diff = diff_traces(trace(f"{TRAIN}_eager"), trace(f"{TRAIN}_compiled"))
+    m = diff.matches
+    row = m[m["reason"].str.contains("→ aten::mm", regex=False, na=False)]
+    assert row[["kind", "a_count", "b_count", "reason"]].values.tolist() == [
+        ["same", 1, 1, "same gemm (aten::addmm [64, 128] [128, 512] → aten::mm [64, 128] [128, 512]), same kernels"]]

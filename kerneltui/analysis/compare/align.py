@@ -229,6 +229,11 @@ def _anchor_row(a: Side, b: Side, item_a: list[int], item_b: list[int], phase: s
     same = Counter(a.keys[item_a].tolist()) == Counter(b.keys[item_b].tolist())
     what = _describe_anchor(ident)
     if same:
+        # the same kernels from another op (Inductor runs addmm's bias add in its own kernel: mm)
+        other = _identity(b, item_b)
+        if other != ident and ident is not None and other is not None and len(ident) == len(other) == 3 \
+                and ident[0] == other[0]:
+            what = f"{ident[0]} ({_call_text(ident)} → {_call_text(other)})"
         return Row("same", phase, item_a, item_b, f"same {what}, same kernels")
     if not exact:
         other = _identity(b, item_b)
@@ -243,10 +248,15 @@ def _describe_anchor(ident) -> str:
     if ident is None:
         return "library call"
     if len(ident) == 3:
-        cls, op, shapes = ident
-        dims = " ".join(str(list(_unfreeze(s))) for s in shapes if s)[:80] if shapes else ""
-        return f"{cls} ({op}{' ' + dims if dims else ''})"
+        return f"{ident[0]} ({_call_text(ident)})"
     return f"{ident[0]} kernel"
+
+
+def _call_text(ident) -> str:
+    """'aten::mm [64, 10] [10, 512]': an anchor identity's op and operand shapes."""
+    _, op, shapes = ident
+    dims = " ".join(str(list(_unfreeze(s))) for s in shapes if s)[:80] if shapes else ""
+    return f"{op}{' ' + dims if dims else ''}"
 
 
 def _unfreeze(value):
