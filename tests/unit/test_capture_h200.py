@@ -133,3 +133,26 @@ def test_a_gemm_whose_bias_add_inductor_took_says_both_ops():
     row = m[m["reason"].str.contains("→ aten::mm", regex=False, na=False)]
     assert row[["kind", "a_count", "b_count", "reason"]].values.tolist() == [
         ["same", 1, 1, "same gemm (aten::addmm [64, 128] [128, 512] → aten::mm [64, 128] [128, 512]), same kernels"]]
+
+
+def kernels_inside_op(name: str, op: str) -> list[str]:
+    """Kernels of step 2 launched (their runtime call) inside a CPU op named `op`, on its thread."""
+    events = json.loads(gzip.decompress((DATA / f"{name}.json.gz").read_bytes()))["traceEvents"]
+    step = next(e for e in events if e.get("cat") == "user_annotation" and e["name"] == "ProfilerStep#2")
+    spans = [(e["tid"], e["ts"], e["ts"] + e["dur"]) for e in events if e.get("cat") == "cpu_op" and e["name"] == op
+             and step["ts"] <= e["ts"] <= step["ts"] + step["dur"]]
+    calls = {e["args"]["correlation"]: (e["tid"], e["ts"]) for e in events
+             if e.get("cat") in ("cuda_runtime", "cuda_driver") and "correlation" in e.get("args", {})}
+    return [e["name"] for e in events if e.get("cat") == "kernel" and (call := calls.get(e["args"]["correlation"]))
+            and any(tid == call[0] and s <= call[1] <= end for tid, s, end in spans)]
+
+
+def test_the_kernels_an_attention_backward_runs_inside_it_are_its_call():
+    # the efficient-attention backward runs its mul, sum and copy_ as ops inside it, eager and compiled
+    a, b = f"{GPT}_eager", f"{GPT}_compiled"
+    inside_a = kernels_inside_op(a, "aten::_efficient_attention_backward")
+    inside_b = kernels_inside_op(b, "aten::_efficient_attention_backward")
+    assert len(inside_a) == len(inside_b) == 8  # 2 layers x (fmha backward, mul, sum, copy_)
+    diff = diff_traces(trace(a), trace(b))
+    row = diff.matches[diff.matches["reason"].str.startswith("same attention (aten::_efficient_attention_backward")]
+    assert row[["kind", "a_count", "b_count"]].values.tolist() == [["same", 8, 8]]

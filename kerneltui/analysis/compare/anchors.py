@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from kerneltui.analysis.traffic.compute_rules import template_dims
+from kerneltui.trace.intervals import innermost
 from kerneltui.trace.model import Trace, parse_shapes
 from kerneltui.trace.schema import Kind
 from kerneltui.trace.text_columns import text_values
@@ -113,11 +114,12 @@ def _event_roles(trace: Trace) -> EventRoles:
                 template = TEMPLATE.match(names[i]) and op_row >= 0
                 call[aid] = _template_call(names[i], shapes_of_op(op_row)) if template else (library[i], None)
     _join_gemm_helpers(g, library, anchor, names, identity, call)
-    # kernels a library op launched that are not library kernels themselves (cuDNN's memsets)
-    for i in np.flatnonzero((library == "") & (op_rows >= 0)):
-        if int(op_rows[i]) in identity and _is_library_op(ops[i]):
-            anchor[i] = int(op_rows[i])
-            library[i] = identity[int(op_rows[i])][0]
+    # kernels a library op launched that are not library kernels themselves (cuDNN's memsets), also
+    # from an op inside it (the mul, sum and copy_ of aten::_efficient_attention_backward)
+    inside = _enclosing_anchor(trace, np.flatnonzero((library == "") & (op_rows >= 0)), op_rows, identity)
+    for i, aid in inside.items():
+        anchor[i] = aid
+        library[i] = identity[aid][0]
     cast = np.zeros(n, bool)
     scalar = np.zeros(n, bool)
     signature = np.full(n, "", dtype=object)
@@ -138,6 +140,27 @@ def _event_roles(trace: Trace) -> EventRoles:
     graph_input = (ops == GRAPH_INPUT_COPY) & bool(g["graph"].to_numpy().any()) & (anchor < 0)
     cast &= ~graph_input
     return EventRoles(library, anchor, identity, cast, scalar, signature, call, graph_input)
+
+
+def _enclosing_anchor(trace: Trace, rows: np.ndarray, op_rows: np.ndarray, identity: dict) -> dict[int, int]:
+    """GPU row -> the library op (an anchor by op) its launching op is, or runs inside, on its thread."""
+    library_ops = np.array(sorted(a for a in identity if a >= 0), np.int64)
+    if not len(rows) or not len(library_ops):
+        return {}
+    ev = trace.events
+    lane, ts, dur = ev["lane"].to_numpy(), ev["ts"].to_numpy(), ev["dur"].to_numpy()
+    out = {}
+    launching = op_rows[rows]
+    for this_lane in np.unique(lane[library_ops]).tolist():
+        mine = library_ops[lane[library_ops] == this_lane]
+        ask = np.flatnonzero(lane[launching] == this_lane)
+        if not len(ask):
+            continue
+        found = innermost(ts[mine], ts[mine] + dur[mine], ts[launching[ask]])
+        for q, k in zip(ask.tolist(), found.tolist()):
+            if k >= 0:
+                out[int(rows[q])] = int(mine[k])
+    return out
 
 
 # cuBLAS runs some GEMMs as several kernels: a beta scaling before the product, a split-K reduction

@@ -77,11 +77,11 @@ def _owners(eager: SideProvenance, records: list[tuple[KernelProvenance, list[in
             seg_compiled: list[int]) -> dict[int, tuple[int, bool]]:
     """Eager row -> (the record that covers it, by op alone): by the records' own ops first, then, of
     what is left, by the functions their lines call. Where several records cover a row (two kernels
-    that both add), the one whose first kernel sits nearest the same place in its segment: both
-    sides run a graph's work in the same order."""
+    that both add), the one with a kernel nearest the same place in its segment: both sides run a
+    graph's work in the same order."""
     place_e = {r: i / len(seg_eager) for i, r in enumerate(seg_eager)}
     index_c = {r: i for i, r in enumerate(seg_compiled)}
-    place_c = [index_c[rows[0]] / len(seg_compiled) for _, rows in records]
+    place_c = [[index_c[r] / len(seg_compiled) for r in rows] for _, rows in records]
     owner: dict[int, tuple[int, bool]] = {}
     for ops_of in (lambda k: k.eager_ops, lambda k: k.called_ops):
         free = [r for r in seg_eager if r not in owner]
@@ -91,7 +91,7 @@ def _owners(eager: SideProvenance, records: list[tuple[KernelProvenance, list[in
             for r in covered:
                 covers.setdefault(r, []).append((at, by_op_alone))
         for r, found in covers.items():
-            owner[r] = min(found, key=lambda item: (abs(place_c[item[0]] - place_e[r]), item[0]))
+            owner[r] = min(found, key=lambda item: (min(abs(p - place_e[r]) for p in place_c[item[0]]), item[0]))
     return owner
 
 
