@@ -116,10 +116,10 @@ def _event_roles(trace: Trace) -> EventRoles:
     _join_gemm_helpers(g, library, anchor, names, identity, call)
     # kernels a library op launched that are not library kernels themselves (cuDNN's memsets), also
     # from an op inside it (the mul, sum and copy_ of aten::_efficient_attention_backward)
-    inside = _enclosing_anchor(trace, np.flatnonzero((library == "") & (op_rows >= 0)), op_rows, identity)
-    for i, aid in inside.items():
-        anchor[i] = aid
-        library[i] = identity[aid][0]
+    rows, aids = _enclosing_anchor(trace, np.flatnonzero((library == "") & (op_rows >= 0)), op_rows, identity)
+    anchor[rows] = aids
+    for aid in np.unique(aids).tolist():
+        library[rows[aids == aid]] = identity[aid][0]
     cast = np.zeros(n, bool)
     scalar = np.zeros(n, bool)
     signature = np.full(n, "", dtype=object)
@@ -142,25 +142,24 @@ def _event_roles(trace: Trace) -> EventRoles:
     return EventRoles(library, anchor, identity, cast, scalar, signature, call, graph_input)
 
 
-def _enclosing_anchor(trace: Trace, rows: np.ndarray, op_rows: np.ndarray, identity: dict) -> dict[int, int]:
-    """GPU row -> the library op (an anchor by op) its launching op is, or runs inside, on its thread."""
+def _enclosing_anchor(trace: Trace, rows: np.ndarray, op_rows: np.ndarray,
+                      identity: dict) -> tuple[np.ndarray, np.ndarray]:
+    """Of GPU `rows`, those whose launching op is a library op with an anchor, or runs inside one on
+    its thread, and that op's row (their anchor)."""
     library_ops = np.array(sorted(a for a in identity if a >= 0), np.int64)
-    if not len(rows) or not len(library_ops):
-        return {}
-    ev = trace.events
-    lane, ts, dur = ev["lane"].to_numpy(), ev["ts"].to_numpy(), ev["dur"].to_numpy()
-    out = {}
-    launching = op_rows[rows]
-    for this_lane in np.unique(lane[library_ops]).tolist():
-        mine = library_ops[lane[library_ops] == this_lane]
-        ask = np.flatnonzero(lane[launching] == this_lane)
-        if not len(ask):
-            continue
-        found = innermost(ts[mine], ts[mine] + dur[mine], ts[launching[ask]])
-        for q, k in zip(ask.tolist(), found.tolist()):
-            if k >= 0:
-                out[int(rows[q])] = int(mine[k])
-    return out
+    found_rows, found_ops = [np.empty(0, np.int64)], [np.empty(0, np.int64)]
+    if len(rows) and len(library_ops):
+        ev = trace.events
+        lane, ts, dur = ev["lane"].to_numpy(), ev["ts"].to_numpy(), ev["dur"].to_numpy()
+        launching = op_rows[rows]
+        for this_lane in np.unique(lane[library_ops]).tolist():
+            mine = library_ops[lane[library_ops] == this_lane]
+            ask = np.flatnonzero(lane[launching] == this_lane)
+            if len(ask):
+                k = innermost(ts[mine], ts[mine] + dur[mine], ts[launching[ask]])
+                found_rows.append(rows[ask[k >= 0]])
+                found_ops.append(mine[k[k >= 0]])
+    return np.concatenate(found_rows), np.concatenate(found_ops)
 
 
 # cuBLAS runs some GEMMs as several kernels: a beta scaling before the product, a split-K reduction
