@@ -22,6 +22,7 @@ from kerneltui.errors import UserError
 _OVERLOAD = re.compile(r"^(aten|prims|quantized)\.([A-Za-z0-9_]+)(?:\.[A-Za-z0-9_]+)?$")
 _DUPLICATE = re.compile(r"_\d+$")  # Dynamo numbers a graph's second call of a function: add_1, _foreach_add__1
 _FUSED = re.compile(r"^(?:triton|cpp)_[a-z]+_fused_(?P<ops>.+?)_\d+$")  # triton_poi_fused_add_relu_0
+_NAMED_MAX = 256  # Inductor caps its kernel names far below this (kernel_name_max_ops)
 _CALLED = re.compile(r"(\w+)\(")  # the functions a line of code calls: torch._foreach_lerp_(, .relu(
 _FRAME = re.compile(r"^(?P<file>.+?)\((?P<line>\d+)\): (?P<function>.*)$")  # torch's python_function names
 
@@ -77,7 +78,7 @@ class KernelProvenance:
         """The ops Inductor named the kernel after, from the ATen ops before its decompositions
         (`triton_per_fused_nll_loss_forward_sum_threshold_backward_2`: threshold_backward, which
         ran as where and le): every run of its name's words, as an op name."""
-        fused = _FUSED.match(self.name)
+        fused = _FUSED.match(self.name) if len(self.name) <= _NAMED_MAX else None  # a name's runs grow as its square
         words = fused["ops"].split("_") if fused else []
         return {"aten::" + "_".join(words[i:j]) for i in range(len(words)) for j in range(i + 1, len(words) + 1)}
 

@@ -9,6 +9,7 @@ row of their own, as the structural matcher left them.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from dataclasses import dataclass
 
 from kerneltui.analysis.explore.context import launch_context
@@ -91,8 +92,14 @@ def _owners(eager: SideProvenance, records: list[tuple[KernelProvenance, list[in
             for r in covered:
                 covers.setdefault(r, []).append((at, by_op_alone))
         for r, found in covers.items():
-            owner[r] = min(found, key=lambda item: (min(abs(p - place_e[r]) for p in place_c[item[0]]), item[0]))
+            owner[r] = min(found, key=lambda item: (_distance(place_c[item[0]], place_e[r]), item[0]))
     return owner
+
+
+def _distance(places: list[float], place: float) -> float:
+    """How far `place` is from the nearest of `places` (ascending)."""
+    at = bisect_left(places, place)
+    return min(abs(places[i] - place) for i in (at - 1, at) if 0 <= i < len(places))
 
 
 def _covered(eager: SideProvenance, record: KernelProvenance, candidates: list[int],
