@@ -51,6 +51,9 @@ DIFF = [
      f"{DATA}/resnet18_train_compiled.json.gz", (80, 24), ["enter"]),
     ("diff-mlp_bf16-verdict-120x40.svg", f"{DATA}/mlp_bf16_eager.json.gz", f"{DATA}/mlp_bf16_compiled.json.gz",
      (120, 40), ["i"]),
+    # a training step compiled whole on an H200 (`kerneltui capture`): the optimizer's row, opened
+    ("diff-train_step-h200-row-120x40.svg", "traces/train_step_batch64_width128_eager.json.gz",
+     "traces/train_step_batch64_width128_compiled.json.gz", (120, 40), ["enter"]),
 ]
 
 
