@@ -110,6 +110,22 @@ async def test_view_key_switches_to_every_launch_in_time_order():
         assert screen._view() == "kernels" and app.focused is table
 
 
+async def test_a_move_by_key_selects_its_launch_before_the_next_repaint():
+    # the row and its details and timeline go out in one repaint: the screen answers the move in the
+    # key's own handler, not after a message the next idle would deliver (a second repaint a key)
+    async with opened(mlp()) as (app, pilot):
+        screen, table, launches, timeline = parts(app)
+        await pilot.press("v")
+        assert screen.selected == 2
+        launches.action_move(1)  # no await: nothing else runs in between
+        assert (launches.cursor, screen.selected, timeline.selected) == (3, 3, 3)
+        assert screen.query_one(DetailsPane).details.title.startswith("vectorized_elementwise_kernel<GeluCUDAKernelImpl>")
+        await pilot.press("v")
+        assert screen.selected == 3
+        table.action_move(1)
+        assert screen.selected == screen._first_of_row(table.current_key()) != 3  # the next kernel's first, at once
+
+
 async def test_full_names_key():
     async with opened(EAGER) as (app, pilot):
         _, table, launches, timeline = parts(app)

@@ -113,6 +113,10 @@ class BrowserScreen(BrowserKeys):
     def on_mount(self) -> None:
         self.query_one("#header", Static).update(status.header(self.kernels, None, self.size.width))
         self.query_one(LaunchList).set_source(self.kernels, None)
+        # a move by key shows its row's details and timeline in the same repaint as the row
+        self.query_one(LaunchList).answer_move = lambda row: self._launch_highlighted()
+        self.query_one(KernelTable).answer_move = lambda row: self._row_highlighted(
+            self.query_one(KernelTable).key_at(row))
         self.query_one("#range", Static).display = False
         self.query_one("#health", Static).display = False
         self.apply_query()

@@ -25,6 +25,7 @@ control character on the terminal. Subclasses that measure names
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -99,6 +100,7 @@ class VirtualTable(ScrollView, can_focus=True):
         self._lines: LRUCache[tuple, Strip] = LRUCache(256)
         self._styles: dict[tuple[str, ...], object] = {}
         self._generation = 0
+        self.answer_move: Callable[[int], None] | None = None  # see _keyed_move
 
     # -- subclass hooks -------------------------------------------------------
     def columns(self) -> list[Column]:
@@ -150,13 +152,24 @@ class VirtualTable(ScrollView, can_focus=True):
 
     # -- actions --------------------------------------------------------------
     def action_move(self, delta: int) -> None:
-        self.move_cursor(self.cursor + delta)
+        self._keyed_move(self.cursor + delta)
 
     def action_page(self, direction: int) -> None:
-        self.move_cursor(self.cursor + direction * self.visible_rows())
+        self._keyed_move(self.cursor + direction * self.visible_rows())
 
     def action_jump(self, row: int) -> None:
-        self.move_cursor(row if row >= 0 else self.row_count() - 1)
+        self._keyed_move(row if row >= 0 else self.row_count() - 1)
+
+    def _keyed_move(self, row: int) -> None:
+        """A move by key: answered at once by `answer_move` where a screen set it, so that the row and
+        what the screen shows of it reach one repaint (a Highlighted message is handled after the
+        screen's next idle, and the row's repaint went out before it: two repaints a key)."""
+        if self.answer_move is None:
+            self.move_cursor(row)
+            return
+        self.move_cursor(row, notify=False)
+        if self.row_count():
+            self.answer_move(self.cursor)
 
     def action_activate(self) -> None:
         if self.row_count():
