@@ -126,6 +126,15 @@ async def test_a_move_by_key_selects_its_launch_before_the_next_repaint():
         assert screen.selected == screen._first_of_row(table.current_key()) != 3  # the next kernel's first, at once
 
 
+async def test_a_character_typed_in_the_search_is_answered_before_the_next_repaint():
+    async with opened(mlp()) as (app, pilot):
+        screen, table, _, _ = parts(app)
+        await pilot.press("slash")
+        screen.query_one("#filter").insert_text_at_cursor("Gelu")  # as a key inserts it; no await after
+        assert screen.query_state.pattern == "Gelu"
+        assert [r[0] for r in rows(table)] == ["vectorized_elementwise_kernel<GeluCUDAKernelImpl>[bf16]"]
+
+
 async def test_full_names_key():
     async with opened(EAGER) as (app, pilot):
         _, table, launches, timeline = parts(app)

@@ -113,6 +113,7 @@ class BrowserScreen(BrowserKeys):
     def on_mount(self) -> None:
         self.query_one("#header", Static).update(status.header(self.kernels, None, self.size.width))
         self.query_one(LaunchList).set_source(self.kernels, None)
+        self.watch(self.query_one("#filter", Input), "value", self._filter_changed, init=False)
         # a move by key shows its row's details and timeline in the same repaint as the row
         self.query_one(LaunchList).answer_move = lambda row: self._launch_highlighted()
         self.query_one(KernelTable).answer_move = lambda row: self._row_highlighted(
@@ -295,9 +296,10 @@ class BrowserScreen(BrowserKeys):
             self._select_from_table()
         self.fit_layout()
 
-    @on(Input.Changed, "#filter")
-    def _filter_changed(self, event: Input.Changed) -> None:
-        self.set_query(pattern=event.value)
+    def _filter_changed(self, value: str) -> None:
+        """A watch of the search box's value: answered as the character goes in, so that it and the
+        tables it changes reach one repaint (its Changed message came after a repaint of the box)."""
+        self.set_query(pattern=value)
 
     @on(Input.Submitted, "#filter")
     def _filter_submitted(self) -> None:
