@@ -3,8 +3,10 @@
 Without provenance the diff can only say "what A ran between two library calls, and what B ran
 between the same two". With it, each compiled kernel is matched to the eager kernels whose
 launching op it computes and whose source line it came from: exactly those, reason
-"provenance". Eager kernels no record covers, and compiled kernels without a record, stay in a
-row of their own, as the structural matcher left them.
+"provenance". A record's ops are KernelProvenance.eager_ops, then, for what none of those cover,
+called_ops; an eager kernel two records cover goes to the one with a kernel nearest its place.
+Eager kernels no record covers, and compiled kernels without a record, stay in a row of their
+own, as the structural matcher left them.
 """
 
 from __future__ import annotations
@@ -64,9 +66,12 @@ def split(eager: SideProvenance, compiled: SideProvenance, seg_eager: list[int],
             by_record.setdefault(key, (record, []))[1].append(r)
     records = list(by_record.values())
     owner = _owners(eager, records, seg_eager, seg_compiled)
+    covered_by: dict[int, list[int]] = {}
+    for r, (at, _) in owner.items():
+        covered_by.setdefault(at, []).append(r)
     groups: list[tuple[list[int], list[int], KernelProvenance, bool]] = []
     for at, (record, rows) in enumerate(records):
-        covered = sorted(r for r, (mine, _) in owner.items() if mine == at)
+        covered = sorted(covered_by.get(at, ()))
         if covered:
             groups.append((covered, rows, record, any(owner[r][1] for r in covered)))
         else:
