@@ -97,13 +97,14 @@ def _event_roles(trace: Trace) -> EventRoles:
     # region as their op; templates), one per library kernel
     for i in np.flatnonzero(library != ""):
         op_row = int(op_rows[i])
-        by_op = op_row >= 0 and _is_library_op(ops[i]) and not TEMPLATE.match(names[i])
+        op_class = _op_class(ops[i]) if op_row >= 0 else ""
+        by_op = bool(op_class) and not TEMPLATE.match(names[i])
         aid = op_row if by_op else -(i + 2)
         anchor[i] = aid
         if by_op:
             # the op's class, not its first row's: addmm may copy its bias into the output (a DtoD
             # memcpy) before its GEMM kernel runs
-            library[i] = _op_class(ops[i])
+            library[i] = op_class
         if aid not in identity:
             if by_op:
                 shapes = shapes_of_op(op_row)
@@ -255,13 +256,9 @@ def valid_shapes(shapes) -> dict | None:
     return shapes
 
 
-def _is_library_op(op: str) -> bool:
-    return any(op.startswith(prefixes) for prefixes in LIBRARY_OPS.values())
-
-
 def _op_class(op: str) -> str:
-    """The LIBRARY_OPS class of a library op (gemm for aten::addmm)."""
-    return next(cls for cls, prefixes in LIBRARY_OPS.items() if op.startswith(prefixes))
+    """The LIBRARY_OPS class of a library op (gemm for aten::addmm), "" for any other op."""
+    return next((cls for cls, prefixes in LIBRARY_OPS.items() if op.startswith(prefixes)), "")
 
 
 def _library_class(op: str, name: str, kind: int) -> str:

@@ -21,10 +21,19 @@ from kerneltui.analysis.provenance.records import KernelProvenance, Provenance, 
 from kerneltui.trace.model import Trace
 from kerneltui.trace.schema import Kind
 
+_OWN: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
 
 def of_trace(trace: Trace, attached: Provenance | None = None) -> Provenance | None:
-    """The trace's own provenance block, or the one attached (`--provenance FILE`), if any."""
-    return attached if attached is not None else parse(trace.meta.provenance)
+    """The trace's own provenance block, or the one attached (`--provenance FILE`), if any.
+
+    The own block is parsed once per trace: the phases, the join, the compile facts and the CPU
+    work each ask for it."""
+    if attached is not None:
+        return attached
+    if trace not in _OWN:
+        _OWN[trace] = parse(trace.meta.provenance)
+    return _OWN[trace]
 
 
 def gpu_records(trace: Trace, provenance: Provenance | None) -> list[KernelProvenance | None]:
