@@ -592,23 +592,23 @@ def main(argv: list[str] | None = None) -> int:
         args.deadline = 1500 if args.cpu else 280
     # torch and the device, for the table's first line even where the env stage is not run: from the
     # CUDA probe on a GPU; on a CPU from torch's metadata (importing torch would take the deadline's time)
-    said = ["False", _torch_version(), "CPU"]
+    header = {"torch": _torch_version(), "device": "CPU"}
     if not args.cpu:
         says = ("import torch; c = torch.cuda.is_available(); print(c); print(torch.__version__); "
-                "print(torch.cuda.get_device_name() if c else 'CPU')")
+                "print(torch.cuda.get_device_name() if c else '')")
         probe = subprocess.run([sys.executable, "-c", says], capture_output=True, text=True, check=False)
-        said = probe.stdout.split()
-        if said[:1] != ["True"]:
+        said = probe.stdout.splitlines()
+        if said[:1] != ["True"] or len(said) < 3:
             print("gpu_check: CUDA is not available (--cpu runs the dry run)" + (
                 f": {probe.stderr.strip().splitlines()[-1]}" if probe.stderr.strip() else ""), file=sys.stderr)
             return 2
+        header = {"torch": said[1], "device": said[2]}
     out = args.out or (Path(os.environ["OUT"]) if os.environ.get("OUT") else None)
     work = Path(tempfile.mkdtemp(prefix="kerneltui-gpu-check-"))
     out = out or work / "out"
     out.mkdir(parents=True, exist_ok=True)
     check = Check(args, out, work, started)
-    if len(said) >= 3:
-        check.header.update({"torch": said[1], "device": " ".join(said[2:])})
+    check.header.update(header)
     check.traces.mkdir()
     print(f"gpu check: stages {','.join(chosen)}; results in {out}; work in {work}", flush=True)
     for stage in check.stages:

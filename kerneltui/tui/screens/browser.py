@@ -116,8 +116,7 @@ class BrowserScreen(BrowserKeys):
         self.watch(self.query_one("#filter", Input), "value", self._filter_changed, init=False)
         # a move by key shows its row's details and timeline in the same repaint as the row
         self.query_one(LaunchList).answer_move = lambda row: self._launch_highlighted()
-        self.query_one(KernelTable).answer_move = lambda row: self._row_highlighted(
-            self.query_one(KernelTable).key_at(row))
+        self.query_one(KernelTable).answer_move = self._kernel_row_at
         self.query_one("#range", Static).display = False
         self.query_one("#health", Static).display = False
         self.apply_query()
@@ -410,7 +409,10 @@ class BrowserScreen(BrowserKeys):
 
     @on(VirtualTable.Highlighted, "#kernels")
     def _on_kernel_row(self, event: VirtualTable.Highlighted) -> None:
-        self._row_highlighted(self.query_one(KernelTable).key_at(event.row))
+        self._kernel_row_at(event.row)
+
+    def _kernel_row_at(self, row: int) -> None:
+        self._row_highlighted(self.query_one(KernelTable).key_at(row))
 
     @on(VirtualTable.Highlighted, "#launches")
     def _on_launch_row(self) -> None:
