@@ -1399,7 +1399,15 @@ static int emit(State *st, Event *ev, const u8 *start, const u8 *end) {
 
 /* ------------------------------------------------------------------ the module */
 
-static int state_init(State *st, size_t text_bytes, PyObject *classify) {
+/* A bytearray of a scan before, to write this one's column into: only if nothing views it still (a
+   resize, by grow, would fail) and it holds ``size`` bytes (its pages are already the process's: a
+   fresh column costs its page faults, ~0.25 CPU-s a GB of trace) */
+static int reusable(PyObject *b, size_t size) {
+    return b && PyByteArray_CheckExact(b) && ((PyByteArrayObject *)b)->ob_exports == 0 &&
+           (size_t)PyByteArray_GET_SIZE(b) >= size;
+}
+
+static int state_init(State *st, size_t text_bytes, PyObject *classify, PyObject *outputs) {
     memset(st, 0, sizeof *st);
     st->classify = classify;
     /* rows for events of a typical size (Kineto's are 200-600 bytes), grown if there are more:
@@ -1416,11 +1424,23 @@ static int state_init(State *st, size_t text_bytes, PyObject *classify) {
         out_of_memory = 1;
         return BAIL;
     }
+    int given = outputs && PyList_CheckExact(outputs) && PyList_GET_SIZE(outputs) == N_COLS;
+    size_t holds = SIZE_MAX; /* rows every reused column has room for */
     for (int i = 0; i < N_COLS; i++) {
-        st->cols[i] = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(st->cap * COL_SIZES[i]));
+        PyObject *old = given ? PyList_GET_ITEM(outputs, i) : NULL;
+        if (reusable(old, st->cap * COL_SIZES[i])) {
+            Py_INCREF(old);
+            st->cols[i] = old;
+            size_t room = (size_t)PyByteArray_GET_SIZE(old) / COL_SIZES[i];
+            if (room < holds) holds = room;
+        } else {
+            st->cols[i] = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(st->cap * COL_SIZES[i]));
+            holds = 0;
+        }
         if (!st->cols[i]) return BAIL;
         st->col[i] = PyByteArray_AS_STRING(st->cols[i]);
     }
+    if (holds != SIZE_MAX && holds > st->cap) st->cap = holds; /* all reused: their room, not a grow early */
     return 0;
 }
 
@@ -1493,11 +1513,9 @@ static PyObject *result_of(State *st) {
     }
     PyObject *columns = PyList_New(N_COLS);
     if (!columns) return NULL;
+    /* each column as long as it was made (rows, the last item, says how much of it is the chunk's): a
+       shrink would hand its pages back, and the next scan, given it to write into, would fault them in again */
     for (int i = 0; i < N_COLS; i++) {
-        if (PyByteArray_Resize(st->cols[i], (Py_ssize_t)(st->rows * COL_SIZES[i]))) {
-            Py_DECREF(columns);
-            return NULL;
-        }
         PyList_SET_ITEM(columns, i, st->cols[i]);
         st->cols[i] = NULL;
     }
@@ -1514,20 +1532,21 @@ static PyObject *result_of(State *st) {
         Py_DECREF(blob);
         return NULL;
     }
-    return Py_BuildValue("(NOOOONLLLN)", columns, st->name_values, st->hash_values, st->lane_values, st->aside,
-                         blob, (long long)st->flows, (long long)st->bad_ts, (long long)st->bad_dur, memory);
+    return Py_BuildValue("(NOOOONLLLNn)", columns, st->name_values, st->hash_values, st->lane_values, st->aside,
+                         blob, (long long)st->flows, (long long)st->bad_ts, (long long)st->bad_dur, memory,
+                         (Py_ssize_t)st->rows);
 }
 
 static PyObject *scan(PyObject *self, PyObject *args) {
     Py_buffer view;
-    PyObject *classify, *result = NULL;
+    PyObject *classify, *outputs = NULL, *result = NULL;
     int bare = 0;
-    if (!PyArg_ParseTuple(args, "y*O|p", &view, &classify, &bare)) return NULL;
+    if (!PyArg_ParseTuple(args, "y*O|pO", &view, &classify, &bare, &outputs)) return NULL;
     const u8 *text = view.buf;
     size_t n = (size_t)view.len;
     State st;
     out_of_memory = old_external_id = 0;
-    int ok = state_init(&st, n, classify) == 0;
+    int ok = state_init(&st, n, classify, outputs) == 0;
     if (ok) {
         st.base = text;
         GIL_OFF(&st);
@@ -1673,8 +1692,8 @@ static PyMethodDef METHODS[] = {
      "text_classes(blob, at, length) -> (classes, firsts): int64 bytes, equal texts numbered alike"},
     {"array_end", array_end, METH_VARARGS, "array_end(text, start, max_indent) -> (start, end) or None"},
     {"scan", scan, METH_VARARGS,
-     "scan(array_json, classify) -> (columns, names, hashes, lanes, aside, blob, flows, bad_ts, bad_dur, memory) "
-     "or None"},
+     "scan(array_json, classify, bare=False, outputs=None) -> (columns, names, hashes, lanes, aside, blob, flows, "
+     "bad_ts, bad_dur, memory, rows) or None"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1708,6 +1727,6 @@ PyMODINIT_FUNC PyInit__scan(void) {
         Py_DECREF(m);
         return NULL;
     }
-    PyModule_AddIntConstant(m, "VERSION", 2);
+    PyModule_AddIntConstant(m, "VERSION", 3); /* 3: scan's rows, and columns to reuse */
     return m;
 }

@@ -3,8 +3,9 @@
 The C scanner runs without the GIL, so threads scan chunks truly at once, and their columns
 need no trip through a pipe (what made worker processes slower than one process once the
 scanner existed). The decoder adopts each chunk's columns in file order, so names and lanes
-get the codes a one-chunk-at-a-time load gives them. A chunk the scanner hands back is
-decoded by the Python path at its turn, in this thread.
+get the codes a one-chunk-at-a-time load gives them, and the sink copies them into the trace's
+columns; the scanner then writes a later chunk's columns over them (memory already the process's,
+not fresh pages). A chunk the scanner hands back is decoded by the Python path at its turn, in this thread.
 """
 
 from __future__ import annotations
@@ -12,11 +13,10 @@ from __future__ import annotations
 from collections import deque
 from concurrent.futures import Future
 
-import numpy as np
-
 from kerneltui.trace.decode import ChunkDecoder
 from kerneltui.trace.pool import configured_workers
 from kerneltui.trace.scanner import scan_chunk
+from kerneltui.trace.sink import ColumnSink
 from kerneltui.trace.threads import per_core, shared_pool
 
 
@@ -32,44 +32,48 @@ def scan_threads() -> int:
 
 
 class ScanAhead:
-    def __init__(self, decoder: ChunkDecoder, separator: bytes | None):
+    def __init__(self, decoder: ChunkDecoder, separator: bytes | None, sink: ColumnSink):
         self.decoder = decoder
         self.separator = separator
+        self.sink = sink
         self.executor = shared_pool("kerneltui-scan")
         self.pending: deque[tuple[Future, object, bytearray | None]] = deque()
         self.limit = scan_threads() + 1  # chunks held at once (~16 MB each, and their columns)
         self.buffers = Buffers()
+        self.spare: list[list[bytearray]] = []  # adopted chunks' columns, for later scans to write over
 
-    def submit(self, array_json, buffer: bytearray | None = None) -> list[dict[str, np.ndarray]]:
-        """Start scanning a chunk; the columns of the oldest chunks, once more than ``limit`` wait.
+    def submit(self, array_json, buffer: bytearray | None = None) -> None:
+        """Start scanning a chunk; the oldest chunks go to the sink once more than ``limit`` wait.
         With ``buffer`` (one of ``buffers``), the chunk is its bare elements lying in it, and the
         buffer goes back to ``buffers`` once the chunk is adopted."""
-        future = self.executor.submit(scan_chunk, array_json, buffer is not None)
+        reuse = self.spare.pop() if self.spare else None
+        future = self.executor.submit(scan_chunk, array_json, buffer is not None, reuse)
         self.pending.append((future, array_json, buffer))
-        done = []
         while len(self.pending) > self.limit:
-            done.append(self._adopt_oldest())
-        return done
+            self._adopt_oldest()
 
-    def drain(self) -> list[dict[str, np.ndarray]]:
-        done = []
+    def drain(self) -> None:
         while self.pending:
-            done.append(self._adopt_oldest())
-        return done
+            self._adopt_oldest()
 
-    def _adopt_oldest(self) -> dict[str, np.ndarray]:
+    def _adopt_oldest(self) -> None:
         future, array_json, buffer = self.pending.popleft()
         scanned = future.result()
         if buffer is None:
-            return self.decoder.decode(array_json, self.separator, scanned=scanned if scanned is not None else False)
-        # a bare chunk in a buffer that is about to be reused: what is kept from it must be copies
-        # (ChunkDecoder.adopt decodes its aside events from bytes), and the Python path, for what the
-        # scanner handed back or adopt refused, reads whole arrays only
-        columns = self.decoder.adopt(scanned, array_json) if scanned is not None else None
-        if columns is None:
-            columns = self.decoder.decode(b"[" + bytes(array_json) + b"]", self.separator, scanned=False)
-        self.buffers.give(buffer)
-        return columns
+            columns = self.decoder.decode(array_json, self.separator, scanned=scanned if scanned is not None else False)
+        else:
+            # a bare chunk in a buffer that is about to be reused: what is kept from it must be copies
+            # (ChunkDecoder.adopt decodes its aside events from bytes), and the Python path, for what the
+            # scanner handed back or adopt refused, reads whole arrays only
+            columns = self.decoder.adopt(scanned, array_json) if scanned is not None else None
+            if columns is None:
+                columns = self.decoder.decode(b"[" + bytes(array_json) + b"]", self.separator, scanned=False)
+        self.sink.append(columns, len(array_json))
+        del columns  # its views of the scanner's columns: the scanner reuses only what nothing views
+        if buffer is not None:
+            self.buffers.give(buffer)
+        if scanned is not None:
+            self.spare.append(scanned[0])
 
 
 class Buffers:

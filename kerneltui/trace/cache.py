@@ -96,7 +96,7 @@ from kerneltui.trace.schema import (
 # so an edited decoder misses the cache even where this was not bumped.
 SCHEMA_VERSION = 2  # 2: the [memory] events' side table (RawTrace.memory)
 LOADER_MODULES = ("load", "ahead", "decode", "scanner", "worker", "events", "blocks", "repair", "begin_end", "pool", "meta",
-                  "schema", "fits", "heap", "threads", "top_level", "whole_file")
+                  "schema", "fits", "heap", "threads", "top_level", "whole_file", "sink")
 
 
 

@@ -163,7 +163,7 @@ class ChunkDecoder:
     def adopt(self, scanned: tuple, array_json) -> dict[str, np.ndarray] | None:
         """The columns the C scanner made of a chunk, its tables mapped onto this decoder's in their
         order of first appearance (None, and nothing kept, if its metadata events do not decode)."""
-        columns, names, hashes, lanes, aside, blob, flows, bad_ts, bad_dur, memory = scanned
+        columns, names, hashes, lanes, aside, blob, flows, bad_ts, bad_dur, memory, rows = scanned
         view = memoryview(array_json)
         try:  # before anything is kept: a refusal here leaves the decoder as it was
             # each from a copy: msgspec's Raw fields (shapes, collectives) are views of the text they were
@@ -171,7 +171,7 @@ class ChunkDecoder:
             others = [_ONE_EVENT.decode(bytes(view[start:end])) for start, end in aside]
         except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
             return None
-        cols = {name: np.frombuffer(column, dtype) for (name, dtype), column in zip(scanner.COLUMNS, columns)}
+        cols = {name: np.frombuffer(column, dtype, rows) for (name, dtype), column in zip(scanner.COLUMNS, columns)}
         # the side table: per Kind.MEMORY row, its int64s in scanner.MEMORY_LAYOUT's order
         table = np.frombuffer(memory, np.int64).reshape(-1, len(scanner.MEMORY_LAYOUT))
         for i, (name, _) in enumerate(scanner.MEMORY_LAYOUT):

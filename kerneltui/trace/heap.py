@@ -1,14 +1,13 @@
-"""Handing freed memory back to the system during a cold load (glibc; a no-op elsewhere).
+"""Handing freed memory back to the system after a cold load (glibc; a no-op elsewhere).
 
 A cold load decodes ~16 MB chunks (on scan-ahead threads, each with its own malloc arena) into
-many small column buffers, then joins each column into one array. glibc keeps the chunks'
-freed buffers in its arenas instead of returning them, while each joined column is a fresh
-mapping: measured on a 1 GB trace, the load's peak resident memory was 1.18 GB, of which about
-0.4 GB was freed memory glibc held. ``malloc_trim(0)`` returns the free pages of every arena
-(tens of ms); called every few joined columns it cut that peak to 0.79 GB, and what the load
-leaves behind from about 1.1 GB to 0.68 GB, which the browser's later tables then do not add to.
-The browser's worker calls it once more between its two stages (what linking freed): on that
-trace the second stage's peak fell from 1.24 to 1.13 GB.
+column buffers, copied into the trace's columns as they come (trace/sink.py). glibc keeps freed
+buffers in its arenas instead of returning them: once joined every column of a chunk held until the
+end, and ``malloc_trim(0)`` (tens of ms), called every few joined columns, cut a 1 GB trace's peak
+from 1.18 to 0.79 GB. The chunks' buffers are now reused from one chunk to the next, and the load
+trims once at its end (what the load leaves behind, which the browser's later tables then do not
+add to). The browser's worker calls it once more between its two stages (what linking freed): on
+that trace the second stage's peak fell from 1.24 to 1.13 GB.
 
 pandas keeps its strings in Arrow arrays, whose default allocator (mimalloc) holds freed memory
 that malloc_trim cannot reach: the traffic table's strings left 0.16 GB held at 1 GB. Arrow is put

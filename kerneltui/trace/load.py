@@ -28,14 +28,14 @@ from kerneltui.trace import ahead, heap, repair, scanner
 from kerneltui.trace.ahead import ScanAhead
 from kerneltui.trace.begin_end import pair_begin_end
 from kerneltui.trace.blocks import BlockStream
-from kerneltui.trace.decode import ChunkDecoder, joined_memory
+from kerneltui.trace.decode import ChunkDecoder
 from kerneltui.trace.events import _ONE_EVENT, events_from_items, events_from_pieces
 from kerneltui.trace.fits import check_fits
 from kerneltui.trace.meta import trace_meta
 from kerneltui.trace.pool import ChunkPool
 from kerneltui.trace.repair import Losses
-from kerneltui.trace.schema import EVENT_COLUMNS, MemoryColumns, TraceMeta
-from kerneltui.trace.threads import shared_pool
+from kerneltui.trace.schema import MemoryColumns, TraceMeta
+from kerneltui.trace.sink import ColumnSink
 from kerneltui.trace.top_level import (  # noqa: F401 - top_level_members: public here as before
     BLANK,
     EVENTS_KEY,
@@ -53,11 +53,6 @@ _WS = b" \t\r\n"
 _HEADER_LIMIT = 64 << 20  # look this far for "traceEvents" before decoding the file whole
 WHOLE_LIMIT = 256 << 20  # a file decoded whole takes ~8x its size in memory: past this, say so instead
 EVENT_LIMIT = 64 << 20  # one event (or the space between two) this large is a bomb, not a profiler's record
-JOINED_AT_ONCE = 4  # columns joined between two hand-backs of freed memory (trace/heap.py)
-# events from which columns are joined on several threads: 0.4-0.5 s saved at 1 GB (5.5M events); below,
-# little time to save, and columns small enough for the threads' own malloc arenas, which held on to
-# them (a 100 MB rank of a job peaked at 0.29 GB instead of 0.24)
-PARALLEL_JOIN_FROM = 1_000_000
 
 
 class RawTrace:
@@ -99,7 +94,7 @@ class _EventReader:
     def __init__(self, stream: BlockStream):
         self.stream = stream
         self.decoder = ChunkDecoder()
-        self.chunks: list[dict[str, np.ndarray]] = []
+        self.chunks = ColumnSink(stream.json_bytes())  # the decoded chunks, joined as they come
         self.pool = ChunkPool.for_stream(stream)
         self.ahead: ScanAhead | None = None  # chunks scanned on threads (no worker processes)
         self.separator: bytes | None = None
@@ -129,7 +124,7 @@ class _EventReader:
             return self._whole(self._bounded(head, blocks, WHOLE_LIMIT, "not one event per line"))
         start, self.separator = located
         if self.pool is None and scanner.scanner_in_use() and ahead.wanted():
-            self.ahead = ScanAhead(self.decoder, self.separator)
+            self.ahead = ScanAhead(self.decoder, self.separator, self.chunks)
         header = head[:start]
         try:
             # (a view: a copy of the first block costs ~20 ms of page faults)
@@ -189,7 +184,7 @@ class _EventReader:
             raise TraceError(f"{self.stream.path} is over {WHOLE_LIMIT >> 20} MB of JSON with its traceEvents key "
                              "repeated: kerneltui reads such files up to that size")
         self.decoder = ChunkDecoder()
-        self.chunks = []
+        self.chunks = ColumnSink()
         return self._whole(header + b"[]" + tail)
 
     def _file_offset(self, at: int) -> int | None:
@@ -285,7 +280,7 @@ class _EventReader:
             pending = bytes(text[cut:])
             comma = _before_blank(buffer, cut)
             if comma >= 0 and buffer[comma] == ord(","):
-                self.chunks.extend(self.ahead.submit(text[:comma], buffer))
+                self.ahead.submit(text[:comma], buffer)
             else:
                 self._decode(bytes(text[:cut]))
                 buffers.give(buffer)
@@ -330,15 +325,15 @@ class _EventReader:
         if self.pool is not None:
             self.pool.submit(bytes(array_json), self.separator)
         elif self.ahead is not None:
-            self.chunks.extend(self.ahead.submit(array_json))
+            self.ahead.submit(array_json)
         else:
-            self.chunks.append(self.decoder.decode(array_json, self.separator))
+            self.chunks.append(self.decoder.decode(array_json, self.separator), len(array_json))
 
     def _drain(self) -> None:
         """Collect chunks decoded by threads or worker processes, in file order."""
         if self.ahead is not None:
             scanning, self.ahead = self.ahead, None
-            self.chunks.extend(scanning.drain())
+            scanning.drain()
         if self.pool is None:
             return
         try:
@@ -374,27 +369,9 @@ class _EventReader:
             paired = pair_begin_end(self.decoder.begin_end, self.decoder.losses)
             self.decoder.begin_end = []
             self.chunks.append(self.decoder.columns(paired))
-        memory = MemoryColumns(joined_memory(self.chunks))
-        events = sum(len(c["ts"]) for c in self.chunks)
-        chunks = self.chunks
-
-        def join(name: str) -> np.ndarray:
-            parts = [c.pop(name) for c in chunks]
-            return np.concatenate(parts) if parts else np.empty(0, dtype=EVENT_COLUMNS[name])
-
-        # a column's chunks are let go as it is joined, and their memory handed back every few
-        # columns (trace/heap.py): the peak holds the columns about once, not twice. A large trace's
-        # columns are joined on the scan threads, two or more at once: the copy (and the kernel's
-        # zeroing of the fresh pages it writes) lets go of the GIL, and is most of the join's time
-        pool = shared_pool("kerneltui-scan") if events >= PARALLEL_JOIN_FROM else None
-        names = list(EVENT_COLUMNS)
-        columns = {}
-        for at in range(0, len(names), JOINED_AT_ONCE):
-            batch = names[at : at + JOINED_AT_ONCE]
-            columns.update(zip(batch, pool.map(join, batch) if pool else map(join, batch)))
-            heap.give_back(events)
-        self.chunks.clear()
-        return RawTrace(columns, self.decoder, top, truncated, end_damaged, memory)
+        columns, memory = self.chunks.joined()
+        heap.give_back(len(columns["ts"]))  # what the chunks' decoding freed (trace/heap.py)
+        return RawTrace(columns, self.decoder, top, truncated, end_damaged, MemoryColumns(memory))
 
 
 def _before_blank(buffer, at: int) -> int:

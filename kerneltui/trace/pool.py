@@ -22,11 +22,11 @@ from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 
 from kerneltui.errors import TraceError
+from kerneltui.trace.blocks import GZIP_RATIO_GUESS
 from kerneltui.trace.scanner import scanner_in_use
 from kerneltui.trace.worker import Partial, decode_alone, decode_range
 
 PARALLEL_FROM_BYTES = 96 << 20  # below this (uncompressed) one process is faster
-GZIP_RATIO_GUESS = 12  # Kineto JSON inflates about 15x; guess low
 _executor: ProcessPoolExecutor | None = None
 
 

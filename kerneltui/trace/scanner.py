@@ -23,9 +23,11 @@ try:
     from kerneltui.trace import _scan
 except ImportError:  # built without a C compiler
     _scan = None
+SCAN_VERSION = 3  # scan() hands back its rows and reuses the columns it is given
 if _scan is not None and (dict(_scan.COLUMNS) != EVENT_COLUMNS
-                          or dict(getattr(_scan, "MEMORY_COLUMNS", ())) != MEMORY_COLUMNS):
-    _scan = None  # a stale build whose columns are not the schema's: never use it
+                          or dict(getattr(_scan, "MEMORY_COLUMNS", ())) != MEMORY_COLUMNS
+                          or getattr(_scan, "VERSION", 0) != SCAN_VERSION):
+    _scan = None  # a stale build whose columns or results are not what this code reads: never use it
 
 COLUMNS: tuple[tuple[str, str], ...] = _scan.COLUMNS if _scan is not None else ()  # (name, dtype), scan()'s order
 # the side table of Kind.MEMORY rows, as scan() lays out each row's int64s
@@ -37,11 +39,13 @@ def scanner_in_use() -> bool:
     return _scan is not None and os.environ.get("KERNELTUI_DECODER", "").strip().lower() != "python"
 
 
-def scan_chunk(array_json, bare: bool = False) -> tuple | None:
+def scan_chunk(array_json, bare: bool = False, reuse: list[bytearray] | None = None) -> tuple | None:
     """The C scanner's reading of a chunk, for ``ChunkDecoder.adopt``; None: the Python path's to
     decode. Thread-safe and run without the GIL, so threads can scan chunks at once. ``bare``: the
-    chunk is the array's elements without its brackets (read where it lies, not copied into them)."""
-    return _scan.scan(array_json, _classify, bare)
+    chunk is the array's elements without its brackets (read where it lies, not copied into them).
+    ``reuse``: an earlier scan's columns (the first item of its result), written over where nothing
+    views them any more; the result's last item is how many rows of its columns this chunk's are."""
+    return _scan.scan(array_json, _classify, bare, reuse)
 
 
 def array_end(text, start: int, max_indent: int) -> tuple[int, int] | None:

@@ -1,4 +1,4 @@
-"""A cold load hands freed memory back as it joins its columns (trace/heap.py), output unchanged."""
+"""A cold load hands freed memory back once its columns are joined (trace/heap.py), output unchanged."""
 
 from __future__ import annotations
 
@@ -9,14 +9,14 @@ from tests.unit.test_decode_fast import same_raw
 GPT = shared_trace("gpt_train_eager")
 
 
-def test_a_large_load_gives_memory_back_every_four_columns_and_reads_the_same(monkeypatch):
+def test_a_large_load_gives_memory_back_at_its_end_and_reads_the_same(monkeypatch):
     plain, _ = load.read_trace(GPT)
     calls = []
     monkeypatch.setattr(heap, "_trim", calls.append)  # malloc_trim(0), recorded
     monkeypatch.setattr(heap, "LARGE", 0)  # this trace counts as large
     trimmed, _ = load.read_trace(GPT)
     same_raw(trimmed, plain)
-    assert len(calls) == len(load.EVENT_COLUMNS) // 4 + 1
+    assert len(calls) == 1
 
 
 def test_a_small_load_does_not(monkeypatch):
@@ -48,8 +48,8 @@ async def test_the_browser_gives_memory_back_between_its_two_stages(monkeypatch)
 
     async with app.run_test(message_hook=seen) as pilot:
         await settle(app, pilot)
-    # the load's every four columns and once at its end, then once between the stages (before stage 2 exists)
-    assert order.count("give back") == len(load.EVENT_COLUMNS) // 4 + 2 and order[-1] == "BrowseReady"
+    # once at the load's end, then once between the stages (before stage 2 exists)
+    assert order.count("give back") == 2 and order[-1] == "BrowseReady"
 
 
 def test_arrow_allocates_with_the_system_malloc_that_give_back_trims():

@@ -228,25 +228,58 @@ def test_a_file_cut_off_before_its_first_event_is_an_error(tmp_path):
     assert str(info.value) == f"{path} is cut off before its first complete event: nothing to load"
 
 
-def test_columns_joined_on_threads_are_the_columns_joined_in_turn(monkeypatch):
-    """A trace of a million events or more has its columns joined on the scan threads, several at once:
-    forced on a real trace cut into many chunks, every column equals the one-at-a-time join's."""
-    from kerneltui.trace import blocks, load, threads
+@pytest.mark.parametrize("suffix", ["", ".gz"])
+def test_columns_joined_as_chunks_come_are_the_columns_of_one_chunk(monkeypatch, tmp_path, suffix):
+    """A real trace cut into many chunks (scanned on threads, each written over an adopted chunk's
+    columns, copied into the sink as it comes) loads every column as the same trace read in one chunk,
+    plain and gzipped, where the sink's first guess of the rows is too small and has to grow."""
+    from kerneltui.trace import blocks, scanner, sink
 
-    monkeypatch.setattr(blocks, "BLOCK", 256 << 10)  # many chunks to join
-    in_turn = load_trace(shared_trace(GPT), cache=False)
-    calls = []
-    real_pool = threads.shared_pool
-
-    def counted(name):
-        calls.append(name)
-        return real_pool(name)
-
-    monkeypatch.setattr(load, "PARALLEL_JOIN_FROM", 0)
-    monkeypatch.setattr(load, "shared_pool", counted)
-    on_threads = load_trace(shared_trace(GPT), cache=False)
-    assert calls == ["kerneltui-scan"]  # the join went to the pool
-    assert list(in_turn.events.columns) == list(on_threads.events.columns)
-    for column in in_turn.events.columns:
-        left, right = in_turn.events[column].to_numpy(), on_threads.events[column].to_numpy()
+    text = gzip.decompress(shared_trace(GPT).read_bytes())
+    path = tmp_path / f"t.json{suffix}"
+    path.write_bytes(gzip.compress(text) if suffix else text)
+    monkeypatch.setattr(blocks, "BLOCK", 64 << 20)
+    whole = load_trace(path, cache=False)
+    monkeypatch.setattr(blocks, "BLOCK", 256 << 10)
+    monkeypatch.setattr(sink, "ROOM", 0.5)  # half the rows expected: the columns grow once or more
+    reused = []
+    real = scanner._scan.scan
+    monkeypatch.setattr(scanner._scan, "scan", lambda text, classify, bare=False, reuse=None:
+                        reused.append(reuse is not None) or real(text, classify, bare, reuse))
+    chunked = load_trace(path, cache=False)
+    assert len(reused) > 10 and sum(reused) >= len(reused) - 4  # all but the first few wrote over earlier columns
+    assert list(whole.events.columns) == list(chunked.events.columns) and len(whole.events) > 10_000
+    for column in whole.events.columns:
+        left, right = whole.events[column].to_numpy(), chunked.events[column].to_numpy()
         assert left.dtype == right.dtype and np.array_equal(left, right, equal_nan=left.dtype.kind == "f"), column
+    assert len(whole.memory) == text.count(b'"[memory]"') == 1992 and whole.memory == chunked.memory
+
+
+def test_the_sink_joins_chunks_in_order_and_counts_memory_rows_from_the_first():
+    from kerneltui.trace.decode import MEMORY_PREFIX
+    from kerneltui.trace.schema import EVENT_COLUMNS, MEMORY_COLUMNS
+    from kerneltui.trace.sink import ColumnSink
+
+    def chunk(first: int, n: int, memory_rows: list[int]) -> dict:
+        cols = {name: np.arange(first, first + n).astype(dtype) for name, dtype in EVENT_COLUMNS.items()}
+        for name in MEMORY_COLUMNS:
+            cols[MEMORY_PREFIX + name] = np.array(memory_rows, np.int64)
+        return cols
+
+    # the file's JSON unknown (the columns grow each chunk), too few rows guessed, room to spare; no
+    # chunk's JSON known (kept, joined at the end)
+    for json_bytes, text in ((0, 10), (100, 10), (10_000, 10), (10_000, 0)):
+        sink = ColumnSink(json_bytes)
+        sink.append(chunk(0, 3, [1]), 3 * text)
+        sink.append(chunk(3, 4, []), 4 * text)
+        sink.append(chunk(7, 5, [0, 4]), 5 * text)
+        assert (sink.kept is not None) == (text == 0)
+        columns, memory = sink.joined()
+        assert list(columns) == list(EVENT_COLUMNS)
+        for name, column in columns.items():
+            assert column.dtype == EVENT_COLUMNS[name] and column.tolist() == list(range(12)), (json_bytes, name)
+            assert column.base is None  # trimmed in place, not a view of the longer column
+        assert memory["row"].tolist() == [1, 7, 11] and memory["addr"].tolist() == [1, 0, 4]
+    empty, memory = ColumnSink(1000).joined()
+    assert all(len(column) == 0 and column.dtype == EVENT_COLUMNS[name] for name, column in empty.items())
+    assert all(len(column) == 0 for column in memory.values())
