@@ -1399,9 +1399,11 @@ static int emit(State *st, Event *ev, const u8 *start, const u8 *end) {
 
 /* ------------------------------------------------------------------ the module */
 
-/* A bytearray of a scan before, to write this one's column into: only if nothing views it still (a
-   resize, by grow, would fail) and it holds ``size`` bytes (its pages are already the process's: a
-   fresh column costs its page faults, ~0.25 CPU-s a GB of trace) */
+/* A bytearray of a scan before, to write this one's column into (its pages are already the process's: a
+   fresh column costs its page faults, ~0.25 CPU-s a GB of trace): only if nothing views it still (grow's
+   resize would fail) and it holds ``size`` bytes, half this chunk's guess of its rows: a chunk's text is
+   a few hundred bytes longer or shorter than the last's (what is carried over), and the guess allows
+   2-3x Kineto's rows (grow doubles the room if a chunk needs more) */
 static int reusable(PyObject *b, size_t size) {
     return b && PyByteArray_CheckExact(b) && ((PyByteArrayObject *)b)->ob_exports == 0 &&
            (size_t)PyByteArray_GET_SIZE(b) >= size;
@@ -1424,23 +1426,25 @@ static int state_init(State *st, size_t text_bytes, PyObject *classify, PyObject
         out_of_memory = 1;
         return BAIL;
     }
-    int given = outputs && PyList_CheckExact(outputs) && PyList_GET_SIZE(outputs) == N_COLS;
-    size_t holds = SIZE_MAX; /* rows every reused column has room for */
+    /* all of them reused, or none: the rows are the smallest room among them (grow doubles it, every
+       column at once, if the chunk needs more) */
+    int reuse = outputs && PyList_CheckExact(outputs) && PyList_GET_SIZE(outputs) == N_COLS;
+    size_t room = SIZE_MAX;
+    for (int i = 0; reuse && i < N_COLS; i++) {
+        PyObject *old = PyList_GET_ITEM(outputs, i);
+        reuse = reusable(old, COL_SIZES[i] * (st->cap / 2 + 1));
+        if (reuse && (size_t)PyByteArray_GET_SIZE(old) / COL_SIZES[i] < room)
+            room = (size_t)PyByteArray_GET_SIZE(old) / COL_SIZES[i];
+    }
+    if (reuse) st->cap = room;
     for (int i = 0; i < N_COLS; i++) {
-        PyObject *old = given ? PyList_GET_ITEM(outputs, i) : NULL;
-        if (reusable(old, st->cap * COL_SIZES[i])) {
-            Py_INCREF(old);
-            st->cols[i] = old;
-            size_t room = (size_t)PyByteArray_GET_SIZE(old) / COL_SIZES[i];
-            if (room < holds) holds = room;
-        } else {
-            st->cols[i] = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(st->cap * COL_SIZES[i]));
-            holds = 0;
-        }
-        if (!st->cols[i]) return BAIL;
+        if (reuse) {
+            st->cols[i] = PyList_GET_ITEM(outputs, i);
+            Py_INCREF(st->cols[i]);
+        } else if (!(st->cols[i] = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(st->cap * COL_SIZES[i]))))
+            return BAIL;
         st->col[i] = PyByteArray_AS_STRING(st->cols[i]);
     }
-    if (holds != SIZE_MAX && holds > st->cap) st->cap = holds; /* all reused: their room, not a grow early */
     return 0;
 }
 

@@ -27,6 +27,7 @@ except ImportError:  # pragma: no cover - depends on the environment
 _INFLATE_ERRORS = (zlib.error, getattr(_zlib, "error", zlib.error), OSError)
 GZIP_MAGIC = b"\x1f\x8b"
 GZIP_RATIO_GUESS = 12  # Kineto JSON inflates about 15x; guess low
+GZIP_RATIO_MOST = 64  # a gzip file's own size past this many times its compressed size is not believed
 BLOCK = 16 << 20
 PIECE = 1 << 18  # fill's step: a block is looked at 256 KB at a time, while in cache
 # gzip is inflated 16 KB of input at a time, each output (~250 KB, at most 1 MB) copied into the loader's
@@ -82,7 +83,8 @@ class BlockStream:
     def json_bytes(self) -> int:
         """About how many bytes of JSON the file holds (0: a pipe's, unknown): a plain file's size, a gzip
         file's own count in its last four bytes (the last member's size, modulo 4 GiB), where that is
-        no less than the compressed size, else a guess of 12x it. An estimate, not a limit."""
+        1-64x the compressed size (a file cut off ends in compressed bytes, read as any number), else a
+        guess of 12x it. An estimate, not a limit."""
         if self.pipe is not None:
             return 0
         if not self.compressed:
@@ -93,7 +95,7 @@ class BlockStream:
                 size = int.from_bytes(f.read(4), "little")
         except OSError:
             return 0
-        return size if size >= self.file_bytes else self.file_bytes * GZIP_RATIO_GUESS
+        return size if self.file_bytes <= size <= GZIP_RATIO_MOST * self.file_bytes else self.file_bytes * GZIP_RATIO_GUESS
 
     def __iter__(self) -> Iterator[bytes]:
         return self._inflated() if self.compressed else self._plain()

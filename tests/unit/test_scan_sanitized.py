@@ -5,8 +5,9 @@ freed memory can return the right answer by luck (a use-after-free in table grow
 a sanitized fuzz found it). Here a sanitized copy, built into a temporary folder, reads every
 repository trace, tables grown to thousands of keys, chunks over 2 MiB, and byte mutants of
 real events cut at every length (the scanner reads ahead a few bytes in places: an input that
-ends mid-token is the case to check), each in a block of exactly its size, and text_classes groups
-texts up to the blob's last byte. Any report fails the test. Skipped without gcc.
+ends mid-token is the case to check), each in a block of exactly its size and written over the last
+scan's columns (grown where they are short), and text_classes groups texts up to the blob's last byte.
+Any report fails the test. Skipped without gcc.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ import ctypes
 libc = ctypes.CDLL(None)
 libc.malloc.restype, libc.malloc.argtypes, libc.free.argtypes = ctypes.c_void_p, [ctypes.c_size_t], [ctypes.c_void_p]
 
+written_over = [None, 0]  # the last scan's columns, and how many scans wrote over the columns they were given
+
 def run(text):
     # the text in a block malloc'd to exactly its size, so a read one byte past it is reported (a bytes
     # object ends in a hidden NUL that such a read would land on unseen)
@@ -41,7 +44,11 @@ def run(text):
     try:
         ctypes.memmove(block, text, len(text))
         with memoryview((ctypes.c_ubyte * len(text)).from_address(block)) as view:
-            scan.scan(view, _classify)
+            reuse = written_over[0]
+            out = scan.scan(view, _classify, False, reuse)
+            if out is not None:  # the next text is written over these columns, where they have room
+                written_over[1] += reuse is not None and out[0][0] is reuse[0]
+                written_over[0] = out[0]
             scan.array_end(view, 0, 2)
     finally:
         libc.free(block)
@@ -56,7 +63,8 @@ for path in sorted(glob.glob(root + "/traces/*.json.gz") + glob.glob(root + "/te
     run(json.dumps(items, indent=2).encode())
     events += [json.dumps(e).encode() for e in items[:300]]
 count = 2
-for n in (200, 5000):  # tables grown past 128, 4096 keys
+# tables grown past 128, 4096 keys; 400 rows written over the 200's columns, which grow; 5000 over 5000's
+for n in (200, 400, 5000, 5000):
     run(("[" + ",".join('{"ph":"X","name":"n%d","pid":%d,"ts":1}' % (i, i) for i in range(n)) + "]").encode())
 op = b'{"ph":"X","cat":"cpu_op","name":"op","ts":1,"args":{"Input Dims":[[1,2]],"pad":"' + b"x" * 300 + b'"}}'
 comm = b'{"ph":"X","cat":"kernel","name":"k","ts":1,"args":{"Collective name":"allreduce","Seq":3}}'
@@ -89,6 +97,7 @@ for bad in ((len(blob), 1), (len(blob) - 3, 4), (0, -1)):
         raise SystemExit("no error for a text outside the blob")
     except ValueError:
         count += 1
+assert written_over[1] > 100, written_over[1]  # the reuse of earlier columns was read through too
 print("ran", count)
 '''
 
