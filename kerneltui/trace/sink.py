@@ -52,10 +52,6 @@ class ColumnSink:
             self.memory.append(side)
         self.rows = end
 
-    def extend(self, chunks) -> None:
-        for chunk in chunks:
-            self.append(chunk)
-
     def _make_room(self, n: int, text_bytes: int) -> None:
         made = len(next(iter(self.columns.values()))) if self.columns else 0
         if self.rows + n <= made:
