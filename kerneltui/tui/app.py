@@ -16,7 +16,7 @@ from kerneltui.commands.kept_screen import FirstScreen
 from kerneltui.terminal_text import printable
 from kerneltui.trace import heap
 from kerneltui.trace.model import load_trace
-from kerneltui.tui.loading_app import Loader, LoadingApp
+from kerneltui.tui.loading_app import Loader, LoadingApp, paced
 from kerneltui.tui.messages import BrowseReady, KernelsReady, LoadProgress, LoadStage
 from kerneltui.tui.model import build_browse, build_kernels
 from kerneltui.tui.screens.browser import BrowserScreen
@@ -47,7 +47,7 @@ class KernelTuiApp(LoadingApp):
     @work(thread=True, exclusive=True, exit_on_error=False, group="load", name="load trace")
     def load(self) -> None:
         """Read, link, aggregate; publish each stage as soon as it exists. Touches no widget."""
-        trace = self.loader(self.path, progress=lambda f: self.post_message(LoadProgress(f)))
+        trace = self.loader(self.path, progress=paced(lambda f: self.post_message(LoadProgress(f))))
         post_stages(self, trace)
 
     def on_kernels_ready(self, message: KernelsReady) -> None:

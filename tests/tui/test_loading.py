@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 
 from kerneltui.errors import TraceError
 from kerneltui.trace import load_trace
 from kerneltui.tui import app as app_module
+from kerneltui.tui import loading_app
 from kerneltui.tui.app import build_app
 from kerneltui.tui.messages import BrowseReady, KernelsReady, LoadProgress
 from kerneltui.tui.screens.browser import BrowserScreen
@@ -39,6 +41,36 @@ async def test_a_bad_file_shows_the_cli_message_in_the_app(tmp_path, content):
         assert "press q to quit" in str(app.screen.query_one("#loading-stage").render())
         await pilot.press("q")
     assert app.return_code == 2
+
+
+def test_progress_is_paced_to_five_a_second_and_always_ends(monkeypatch):
+    clock = [100.0]
+    monkeypatch.setattr(loading_app.time, "monotonic", lambda: clock[0])
+    shown = []
+    report = loading_app.paced(shown.append)
+    for step in range(60):  # a 1 GB trace read in 16 MB blocks over 1.8 s
+        clock[0] += 0.03
+        report((step + 1) / 61)
+    report(1.0)
+    assert shown[0] == 1 / 61  # the first at once
+    assert len(shown) == 10 and shown[-1] == 1.0  # then one each 0.2 s (seven blocks), and the end
+    assert shown[1] == 8 / 61
+
+
+async def test_a_reader_reporting_every_10_ms_repaints_the_progress_a_few_times():
+    posted = []
+
+    def loader(path, progress):
+        for step in range(60):  # 0.6 s: unpaced, the app took (and drew) most of these 60
+            time.sleep(0.01)
+            progress((step + 1) / 60)
+        return load_trace(path)
+
+    app = build_app(str(EAGER), loader)
+    async with app.run_test(message_hook=posted.append) as pilot:
+        await settle(app, pilot)
+    fractions = [m.fraction for m in posted if isinstance(m, LoadProgress)]
+    assert 2 <= len(fractions) <= 6 and fractions[0] == 1 / 60 and fractions[-1] == 1.0
 
 
 async def test_progress_messages_are_posted_from_the_worker():

@@ -18,7 +18,7 @@ from kerneltui.analysis.compare.diff import diff_traces
 from kerneltui.trace.model import load_trace
 from kerneltui.tui.diff.model import DiffView, build_view
 from kerneltui.tui.diff.screen import DiffScreen
-from kerneltui.tui.loading_app import Loader, LoadingApp
+from kerneltui.tui.loading_app import Loader, LoadingApp, paced
 from kerneltui.tui.messages import LoadProgress, LoadStage
 from kerneltui.tui.screens.loading import LoadingScreen
 
@@ -48,8 +48,9 @@ class DiffApp(LoadingApp):
         """Read both traces, diff them, build the lanes. Touches no widget."""
         worker = get_current_worker()
         traces = []
+        report = paced(lambda f: self.post_message(LoadProgress(f)))
         for i, path in enumerate(self.paths):
-            traces.append(self.loader(path, progress=lambda f, i=i: self.post_message(LoadProgress((i + f) / 2))))
+            traces.append(self.loader(path, progress=lambda f, i=i: report((i + f) / 2)))
             if worker.is_cancelled:
                 return
         self.post_message(LoadStage("matching kernels"))

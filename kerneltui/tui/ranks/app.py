@@ -24,7 +24,7 @@ from kerneltui.errors import UserError
 from kerneltui.terminal_text import printable
 from kerneltui.trace.model import load_trace
 from kerneltui.tui.app import post_stages
-from kerneltui.tui.loading_app import Loader, LoadingApp
+from kerneltui.tui.loading_app import Loader, LoadingApp, paced
 from kerneltui.tui.messages import BrowseReady, KernelsReady, LoadProgress
 from kerneltui.tui.ranks.browser import (
     JobLoadingScreen,
@@ -108,7 +108,7 @@ class RanksApp(LoadingApp):
     def load_rank(self, path: str) -> None:
         """As KernelTuiApp.load: read, link, aggregate; each stage posted as soon as it exists."""
         try:
-            trace = self.loader(path, progress=lambda f: self.post_message(LoadProgress(f)))
+            trace = self.loader(path, progress=paced(lambda f: self.post_message(LoadProgress(f))))
         except UserError as exc:  # worded on the rank's loading screen; the job stays open
             self.post_message(RankFailed(str(exc)))
             return

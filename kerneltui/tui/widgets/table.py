@@ -39,7 +39,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from kerneltui.terminal_text import printable
-from kerneltui.tui.widgets.quiet import set_virtual_size
+from kerneltui.tui.widgets.quiet import QuietScrollBars, set_virtual_size
 from kerneltui.units import ellipsize, middle_ellipsize
 
 
@@ -54,7 +54,7 @@ class Column:
     flex: int = 1  # share of the spare width for a width-0 column
 
 
-class VirtualTable(ScrollView, can_focus=True):
+class VirtualTable(QuietScrollBars, ScrollView, can_focus=True):
     BINDINGS = [
         Binding("up,k", "move(-1)", "Up", show=False, id="table.up"),
         Binding("down,j", "move(1)", "Down", show=False, id="table.down"),

@@ -1,0 +1,101 @@
+"""A key repaints what it changed: the details pane the lines a move changed, a scrollbar only when its
+thumb is drawn elsewhere; and what is on screen then is what a whole redraw shows."""
+
+from __future__ import annotations
+
+import pytest
+
+from kerneltui.tui.widgets.details import DetailsPane
+from kerneltui.tui.widgets.launch_list import LaunchList
+from kerneltui.tui.widgets.quiet import QuietScrollBar
+from tests.kineto_builder import TraceBuilder
+from tests.tui.helpers import opened
+
+LAUNCHES = 4000
+
+
+@pytest.fixture(scope="module")
+def many_launches(tmp_path_factory):
+    """4,000 launches of 7 kernels by 3 ops: far more rows than a screen."""
+    b = TraceBuilder()
+    with b.step():
+        for i in range(LAUNCHES):
+            b.op(f"aten::op{i % 3}", kernels=[(f"kernel_{i % 7}", 2.0 + i % 5)])
+    return b.write(tmp_path_factory.mktemp("quiet") / "many.json")
+
+
+async def whole_redraw(app, pilot) -> str:
+    """The screen after every widget was asked to draw itself again."""
+    for widget in app.screen.walk_children():
+        widget.refresh()
+    await pilot.pause()
+    return app.export_screenshot()
+
+
+def count_calls(monkeypatch, cls, name: str) -> list:
+    calls = []
+    original = getattr(cls, name)
+
+    def counted(self, *args):
+        calls.append(self)
+        return original(self, *args)
+
+    monkeypatch.setattr(cls, name, counted)
+    return calls
+
+
+async def test_a_move_redraws_the_details_lines_it_changed(many_launches, monkeypatch):
+    async with opened(many_launches, size=(160, 45)) as (app, pilot):
+        await pilot.press("v")  # every launch: the next one is another kernel, the same op stack depth
+        pane = app.screen.query_one(DetailsPane)
+        lines_before, title = list(pane._lines), pane.details.title
+        drawn = count_calls(monkeypatch, DetailsPane, "render_line")
+        await pilot.press("down")
+        await pilot.pause()
+        changed = sum(a != b for a, b in zip(lines_before, pane._lines))
+        assert pane.details.title == f"kernel_{(int(title[-1]) + 1) % 7}"
+        assert len(pane._lines) == len(lines_before) and 0 < changed < len(pane._lines)
+        # the changed lines and nothing else: not the unchanged ones, not the blank rest of the pane
+        assert len(drawn) == changed < pane.size.height
+        shown = app.export_screenshot()
+        assert shown == await whole_redraw(app, pilot)
+
+
+async def test_details_of_other_lengths_leave_nothing_behind(many_launches):
+    async with opened(many_launches, size=(80, 24)) as (app, pilot):
+        await pilot.press("v")
+        pane = app.screen.query_one(DetailsPane)
+        lengths = set()
+        for _ in range(9):  # narrow: names wrap, so some launches take more lines than others
+            await pilot.press("down")
+            await pilot.pause()
+            lengths.add(len(pane._lines))
+            assert app.export_screenshot() == await whole_redraw(app, pilot)
+        await pilot.press("home")
+        await pilot.pause()
+        assert app.export_screenshot() == await whole_redraw(app, pilot)
+
+
+async def test_a_scrollbar_is_redrawn_only_when_its_thumb_moves(many_launches, monkeypatch):
+    async with opened(many_launches, size=(160, 45)) as (app, pilot):
+        await pilot.press("v")
+        launches = app.screen.query_one(LaunchList)
+        assert launches.row_count() == LAUNCHES
+        bar = launches.vertical_scrollbar
+        assert isinstance(bar, QuietScrollBar) and bar.display
+        drawn = count_calls(monkeypatch, QuietScrollBar, "render")
+        thumb = bar.thumb()
+        await pilot.press("pagedown")  # ~30 rows of 4,000: the thumb moves by less than an eighth of a cell
+        await pilot.pause()
+        assert launches.scroll_offset.y > 0 and bar.thumb() == thumb
+        assert bar not in drawn
+        await pilot.press("end")
+        await pilot.pause()
+        assert bar.thumb() != thumb and bar in drawn
+        track = bar.thumb()[0]
+        assert bar.thumb()[2] == track * 8  # the thumb ends at the track's end
+        assert app.export_screenshot() == await whole_redraw(app, pilot)
+        for _ in range(40):  # page by page back up: wherever the thumb stops, it is drawn there
+            await pilot.press("pageup")
+        await pilot.pause()
+        assert app.export_screenshot() == await whole_redraw(app, pilot)
