@@ -7,6 +7,7 @@ loader is a parameter so tests can pass a fake or a prepared Trace.
 from __future__ import annotations
 
 import gc
+import threading
 
 from textual import work
 from textual.worker import get_current_worker
@@ -24,6 +25,9 @@ from kerneltui.tui.screens.kept_frame import KeptFrameScreen, frame_lines
 from kerneltui.tui.screens.loading import LoadingScreen
 
 
+FIRST_DRAW_WAIT_S = 1.0  # stage 2 waits this long at most for the first draw (a screen that never draws)
+
+
 class KernelTuiApp(LoadingApp):
     CSS_PATH = "app.tcss"
     TITLE = "kerneltui"
@@ -34,6 +38,7 @@ class KernelTuiApp(LoadingApp):
         self.kept = kept  # commands/kept_screen.py: the first screen shown already, or where to keep it
         self._keeping: BrowserScreen | None = None  # the browser whose first draw is to be kept
         self._browse_held: BrowseReady | None = None  # stage 2, held until that draw is kept
+        self.first_drawn = threading.Event()  # the browser's first draw is on screen: stage 2 may start
         self.took_terminal = False
 
     def on_mount(self) -> None:
@@ -62,6 +67,7 @@ class KernelTuiApp(LoadingApp):
 
     def browser_drawn(self, browser: BrowserScreen) -> None:
         """The browser's first draw is on screen: keep it (before stage 2 changes it) for the next open."""
+        self.first_drawn.set()
         if self._keeping is not browser:
             return
         self._keeping = None
@@ -101,6 +107,15 @@ def post_stages(app, trace) -> None:
         return
     app.post_message(KernelsReady(kernels))
     heap.give_back(len(trace.events))  # what linking freed, before stage 2 allocates its tables (trace/heap.py)
+    drawn = getattr(app, "first_drawn", None)
+    if drawn is not None:
+        # stage 2 after the table is on screen: both hold the GIL most of the time, and the first draw
+        # (composing the browser, styling and painting ~30 widgets) took 0.14 s beside it, 0.09 s alone
+        for _ in range(int(FIRST_DRAW_WAIT_S / 0.05)):
+            if drawn.wait(0.05) or worker.is_cancelled:  # a quit meanwhile is not kept waiting
+                break
+    if worker.is_cancelled:
+        return
     browse = build_browse(kernels)
     if not worker.is_cancelled:
         app.post_message(BrowseReady(browse))

@@ -122,6 +122,23 @@ async def test_kernel_table_shows_before_the_second_stage(monkeypatch):
         assert drawn[0].startswith("span ") and any(line.startswith("GPU0 s7") for line in drawn)
 
 
+async def test_the_second_stage_starts_once_the_table_is_drawn(monkeypatch):
+    """Stage 2 (lanes, search, analyses) holds the GIL most of its time: it waits for the first draw."""
+    started = []
+    real = app_module.build_browse
+
+    def noted_browse(kernels):
+        started.append((app.first_drawn.is_set(), isinstance(app.screen, BrowserScreen) and app.screen.is_mounted))
+        return real(kernels)
+
+    monkeypatch.setattr(app_module, "build_browse", noted_browse)
+    app = build_app(str(EAGER))
+    async with app.run_test() as pilot:
+        await settle(app, pilot)
+        assert started == [(True, True)]
+        assert app.screen.browse is not None
+
+
 async def test_a_bug_in_our_code_is_not_swallowed():
     def broken(path, progress):
         raise ZeroDivisionError("our bug")
