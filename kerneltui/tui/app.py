@@ -24,7 +24,6 @@ from kerneltui.tui.screens.browser import BrowserScreen
 from kerneltui.tui.screens.kept_frame import KeptFrameScreen, frame_lines
 from kerneltui.tui.screens.loading import LoadingScreen
 
-
 FIRST_DRAW_WAIT_S = 1.0  # stage 2 waits this long at most for the first draw (a screen that never draws)
 
 

@@ -24,10 +24,32 @@ def many_launches(tmp_path_factory):
     return b.write(tmp_path_factory.mktemp("quiet") / "many.json")
 
 
+@pytest.fixture(scope="module")
+def deep_stacks(tmp_path_factory):
+    """300 launches under op stacks 0-8 deep, with names of many lengths: details of many lengths, some
+    taller than the pane at 160x45 (its scrollbar comes and goes), some with names that wrap."""
+    b = TraceBuilder()
+
+    def nest(i: int, level: int, depth: int) -> None:
+        if level == depth:
+            kernel = f"kernel_{i % 5}" + ("_" + "x" * (20 + 37 * (i % 4))) * (i % 3)
+            b.op(f"aten::op{i % 3}" + "_long_name" * (i % 4), kernels=[(kernel, 2.0 + i % 5)])
+            return
+        with b.region(f"module.layer{level}.block{i % 4}" + ".sub" * (i % 6)):
+            nest(i, level + 1, depth)
+
+    with b.step():
+        for i in range(300):
+            nest(i, 0, (i * 7) % 9)
+    return b.write(tmp_path_factory.mktemp("quiet") / "deep.json")
+
+
 async def whole_redraw(app, pilot) -> str:
-    """The screen after every widget was asked to draw itself again."""
+    """The screen after every widget, and every scrollbar (outside the widget tree), drew itself again."""
     for widget in app.screen.walk_children():
         widget.refresh()
+        for bar in widget._get_virtual_dom():
+            bar.refresh()
     await pilot.pause()
     return app.export_screenshot()
 
@@ -61,19 +83,46 @@ async def test_a_move_redraws_the_details_lines_it_changed(many_launches, monkey
         assert shown == await whole_redraw(app, pilot)
 
 
-async def test_details_of_other_lengths_leave_nothing_behind(many_launches):
-    async with opened(many_launches, size=(80, 24)) as (app, pilot):
+async def test_details_of_other_lengths_leave_nothing_behind(deep_stacks):
+    async with opened(deep_stacks, size=(160, 45)) as (app, pilot):
         await pilot.press("v")
         pane = app.screen.query_one(DetailsPane)
-        lengths = set()
-        for _ in range(9):  # narrow: names wrap, so some launches take more lines than others
+        lengths, heights, bars, scrolled = set(), set(), set(), 0
+        for _ in range(24):
+            if pane.show_vertical_scrollbar:  # a move made with the pane scrolled to its end
+                pane.scroll_end(animate=False, immediate=True)
+                await pilot.pause()
+                scrolled += 1
             await pilot.press("down")
             await pilot.pause()
             lengths.add(len(pane._lines))
+            heights.add(pane.virtual_size.height)
+            bars.add(pane.show_vertical_scrollbar)
             assert app.export_screenshot() == await whole_redraw(app, pilot)
-        await pilot.press("home")
-        await pilot.pause()
-        assert app.export_screenshot() == await whole_redraw(app, pilot)
+            width = pane.scrollable_content_region.width
+            assert all(len(label + value) <= width for label, value, _ in pane._lines)  # wrapped as drawn
+            if pane.show_vertical_scrollbar:  # the thumb where the pane is, also after the bar was hidden
+                assert pane.vertical_scrollbar.position == pane.scroll_y
+        assert len(lengths) > 3 and len(heights) > 1 and bars == {True, False} and scrolled > 3
+
+
+async def test_a_name_is_wrapped_to_the_width_left_by_the_scrollbar_it_brings(deep_stacks):
+    """The pane's lines are wrapped before it knows whether they need its scrollbar, which takes a column."""
+    async with opened(deep_stacks, size=(160, 45)) as (app, pilot):
+        await pilot.press("v")
+        pane = app.screen.query_one(DetailsPane)
+        for _ in range(24):
+            shown = pane.show_vertical_scrollbar
+            await pilot.press("down")
+            await pilot.pause()
+            if pane.show_vertical_scrollbar and not shown:
+                break
+        else:
+            pytest.fail("no move brought the pane's scrollbar")
+        width = pane.scrollable_content_region.width
+        title = [value for _, value, kind in pane._lines if kind == "details--title"]
+        assert "".join(title) == pane.details.title.replace(" ", "") or " ".join(title) == pane.details.title
+        assert max(len(part) for part in title) <= width
 
 
 async def test_a_scrollbar_is_redrawn_only_when_its_thumb_moves(many_launches, monkeypatch):

@@ -57,7 +57,7 @@ class DetailsPane(QuietScrollBars, ScrollView, can_focus=True):
     def on_resize(self) -> None:
         self._wrap()
 
-    def _wrap(self) -> None:
+    def _wrap(self, again: bool = True) -> None:
         width = max(self.scrollable_content_region.width, 10)
         lines: list[tuple[str, str, str]] = []
         if self.details is None:
@@ -78,10 +78,14 @@ class DetailsPane(QuietScrollBars, ScrollView, can_focus=True):
             self._strips, self._width = {}, width
             set_virtual_size(self, size)
             self.refresh()
-            return
-        if set_virtual_size(self, size, repaint=False):  # the content moved (or the scrollbar came or went)
+        elif set_virtual_size(self, size, repaint=False):  # the content moved (or the scrollbar came or went)
             self._strips = {}
-            return
+        else:
+            self._refresh_changed(before, lines)
+        if again and max(self.scrollable_content_region.width, 10) != width:
+            self._wrap(again=False)  # its scrollbar came or went: the lines wrapped to the width they are drawn at
+
+    def _refresh_changed(self, before: list, lines: list) -> None:
         # the lines that changed alone: the rest of the pane (most of it blank) keeps its drawn lines,
         # which Textual would otherwise style again, line by line (~2 ms of a move at 160x45)
         changed = [i for i in range(max(len(before), len(lines)))

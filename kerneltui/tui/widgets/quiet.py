@@ -74,7 +74,13 @@ class QuietScrollBar(ScrollBar):
 
 class QuietScrollBars:
     """A ScrollView mixin: its vertical scrollbar is a QuietScrollBar (made as Textual's own
-    ``Widget.vertical_scrollbar`` makes one)."""
+    ``Widget.vertical_scrollbar`` makes one), whose thumb is where the view is whenever it is shown
+    (Textual moves a hidden bar's thumb no more: scrolled, hidden, shown again, it was drawn where it was)."""
+
+    def _scroll_update(self, virtual_size) -> None:
+        super()._scroll_update(virtual_size)
+        if self.show_vertical_scrollbar:
+            self.vertical_scrollbar.position = self.scroll_y
 
     @property
     def vertical_scrollbar(self) -> ScrollBar:
