@@ -14,17 +14,20 @@ would cost more than it saves.
 
 from __future__ import annotations
 
-import multiprocessing
+import atexit
 import os
 import threading
 from collections import deque
 from collections.abc import Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
+from typing import TYPE_CHECKING
 
 from kerneltui.errors import TraceError
 from kerneltui.trace.blocks import GZIP_RATIO_GUESS
 from kerneltui.trace.scanner import scanner_in_use
 from kerneltui.trace.worker import Partial, decode_alone, decode_range
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future, ProcessPoolExecutor
 
 PARALLEL_FROM_BYTES = 96 << 20  # below this (uncompressed) one process is faster
 _executor: ProcessPoolExecutor | None = None
@@ -76,6 +79,10 @@ def start_workers(file_sizes: list[tuple[int, bool]]) -> bool:
 
 
 def _shared_executor(workers: int) -> ProcessPoolExecutor:
+    # imported here: with the C scanner no worker is made, and these imports were ~25 ms before a read
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
     global _executor
     if _executor is None:
         if threading.active_count() == 1:
@@ -85,7 +92,17 @@ def _shared_executor(workers: int) -> ProcessPoolExecutor:
             context = multiprocessing.get_context("forkserver")
             context.set_forkserver_preload(["kerneltui.trace.worker"])
         _executor = ProcessPoolExecutor(max_workers=workers, mp_context=context)
+        # let go of it before the interpreter clears modules: imported late, concurrent.futures.process
+        # is cleared before this one, and the executor's collection then failed in its weakref callback
+        atexit.register(_let_go)
     return _executor
+
+
+def _let_go() -> None:
+    global _executor
+    executor, _executor = _executor, None
+    if executor is not None:
+        executor.shutdown(wait=True, cancel_futures=True)
 
 
 class ChunkPool:

@@ -7,7 +7,11 @@ it starts (trace/pool.py); the thread then uses them and decodes exactly what on
 from __future__ import annotations
 
 import gzip
+import os
+import subprocess
+import sys
 import threading
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -76,3 +80,25 @@ def test_no_workers_are_forked_for_a_cached_trace_or_a_small_one(plain_gpt, smal
     assert start_workers_for([str(plain_gpt)], cache=False) is False  # 6 MB: one process is faster
     assert start_workers_for([str(plain_gpt) + ".missing"], cache=False) is False  # the load words that error
     assert pool._executor is None
+
+
+def test_multiprocessing_is_not_imported_for_a_load_that_makes_no_worker():
+    """With the C scanner no worker process is made: multiprocessing (~25 ms) is not imported before a read."""
+    code = ("import sys; from kerneltui.trace.cache import load; from kerneltui.trace import pool; "
+            "print(pool.worker_count(), 'multiprocessing' in sys.modules, 'concurrent.futures.process' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "KERNELTUI_WORKERS": ""}).stdout.split()
+    if out[0] != "0":
+        pytest.skip("no C scanner built here: worker processes are this machine's loader")
+    assert out[1:] == ["False", "False"]
+
+
+def test_a_process_that_used_workers_exits_without_a_traceback():
+    """The pool, imported late, is let go before the interpreter clears modules: otherwise the executor's
+    collection at exit printed 'Exception ignored in ... weakref_cb' (AttributeError in multiprocessing)."""
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/unit/test_load.py",
+                          "-k", "worker_processes_decode_exactly"], capture_output=True, text=True, check=False,
+                         cwd=Path(__file__).resolve().parents[2])
+    assert run.returncode == 0, run.stdout[-2000:]
+    assert "1 passed" in run.stdout
+    assert "Exception ignored" not in run.stdout + run.stderr and "weakref_cb" not in run.stdout + run.stderr
