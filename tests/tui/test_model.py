@@ -223,6 +223,41 @@ def test_the_analyses_run_on_a_second_thread_to_what_each_computes_alone(monkeyp
     assert browse.health.to_dict() == trace_health(alone).to_dict()
 
 
+def test_the_launches_sources_are_made_once_on_the_second_thread_before_the_launch_context(monkeypatch):
+    """trace.gpu_sources (source line and module per launch) is the second thread's first work, made
+    once; the launch context, on this thread, reads it after, and the browser's sources are the same."""
+    import threading
+
+    from kerneltui.trace import model as trace_model
+    from kerneltui.tui import model
+
+    path = shared_trace("gpt_train_eager")
+    alone = load_trace(path, cache=False).gpu_sources
+    made, order = [], []
+    real_sources = trace_model.sources
+    monkeypatch.setattr(trace_model, "sources", lambda t, frame: made.append(threading.current_thread().name)
+                        or real_sources(t, frame))
+    real_context = model.launch_context
+    monkeypatch.setattr(model, "launch_context", lambda t: order.append(("context", len(made))) or real_context(t))
+    browse = build_browse(build_kernels(load_trace(path, cache=False)))
+    assert made == ["kerneltui-browse"] and order == [("context", 1)]
+    assert browse.sources.equals(alone) and browse.context.sources.count("") == 1
+    assert browse.context.sources[1:] == ("gpu_corpus.py(268): one", "gpu_corpus.py(253): forward",
+                                          "gpu_corpus.py(235): forward")  # the trace's source lines, placed
+    assert len(browse.context.modules) > 20
+
+
+def test_an_error_in_the_launches_sources_is_raised_by_build_browse(monkeypatch):
+    from kerneltui.trace import model as trace_model
+
+    def broken(trace, frame):
+        raise RuntimeError("sources failed")
+
+    monkeypatch.setattr(trace_model, "sources", broken)
+    with pytest.raises(RuntimeError, match="sources failed"):
+        build_browse(build_kernels(load_trace(shared_trace("gpt_train_eager"), cache=False)))
+
+
 def test_an_error_in_the_analyses_thread_is_raised_by_build_browse(monkeypatch):
     from kerneltui.tui import model
 

@@ -44,6 +44,14 @@ def deep_stacks(tmp_path_factory):
     return b.write(tmp_path_factory.mktemp("quiet") / "deep.json")
 
 
+async def settled(app, pilot) -> None:
+    """Until what a key set going (the lanes' cut on a thread, a relayout, later repaints) is done: a count
+    of what the next key draws must not hold this one's."""
+    await app.workers.wait_for_complete()
+    for _ in range(3):
+        await pilot.pause()
+
+
 async def whole_redraw(app, pilot) -> str:
     """The screen after every widget, and every scrollbar (outside the widget tree), drew itself again."""
     for widget in app.screen.walk_children():
@@ -69,6 +77,7 @@ def count_calls(monkeypatch, cls, name: str) -> list:
 async def test_a_move_redraws_the_details_lines_it_changed(many_launches, monkeypatch):
     async with opened(many_launches, size=(160, 45)) as (app, pilot):
         await pilot.press("v")  # every launch: the next one is another kernel, the same op stack depth
+        await settled(app, pilot)
         pane = app.screen.query_one(DetailsPane)
         lines_before, title = list(pane._lines), pane.details.title
         drawn = count_calls(monkeypatch, DetailsPane, "render_line")
@@ -128,6 +137,7 @@ async def test_a_name_is_wrapped_to_the_width_left_by_the_scrollbar_it_brings(de
 async def test_a_scrollbar_is_redrawn_only_when_its_thumb_moves(many_launches, monkeypatch):
     async with opened(many_launches, size=(160, 45)) as (app, pilot):
         await pilot.press("v")
+        await settled(app, pilot)
         launches = app.screen.query_one(LaunchList)
         assert launches.row_count() == LAUNCHES
         bar = launches.vertical_scrollbar
