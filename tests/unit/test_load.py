@@ -195,6 +195,18 @@ def test_events_are_columns_not_objects():
     )
 
 
+def assert_same_columns(a, b, skip=(), label=None) -> None:
+    """Every event column of two loads of one trace equal, dtype and values (NaN equal to NaN); ``skip``:
+    columns of codes that may differ between them."""
+    assert list(a.events.columns) == list(b.events.columns), label
+    for column in a.events.columns:
+        if column in skip:
+            continue
+        left, right = a.events[column].to_numpy(), b.events[column].to_numpy()
+        assert left.dtype == right.dtype and np.array_equal(left, right, equal_nan=left.dtype.kind == "f"), (
+            label, column)
+
+
 def test_worker_processes_decode_exactly_what_one_process_does(monkeypatch):
     """Big files are decoded by worker processes; force that path on a real trace and compare."""
     from kerneltui.trace import blocks, pool
@@ -205,11 +217,8 @@ def test_worker_processes_decode_exactly_what_one_process_does(monkeypatch):
     monkeypatch.setenv("KERNELTUI_WORKERS", "2")
     parallel = load_trace(shared_trace(GPT), cache=False)  # decoded again, not served from the column cache
     assert pool._executor is not None  # the workers did run
-    for column in sequential.events.columns:
-        left, right = sequential.events[column].to_numpy(), parallel.events[column].to_numpy()
-        if column in ("name", "kernel_hash", "lane", "shapes_at"):  # codes differ; what they point to must not
-            continue
-        assert np.array_equal(left, right, equal_nan=left.dtype.kind == "f"), column
+    # codes differ; what they point to must not
+    assert_same_columns(sequential, parallel, skip=("name", "kernel_hash", "lane", "shapes_at"))
     assert list(sequential.names_of(sequential.events["name"].to_numpy())) == list(
         parallel.names_of(parallel.events["name"].to_numpy())
     )
@@ -256,10 +265,8 @@ def test_columns_joined_as_chunks_come_are_the_columns_of_one_chunk(monkeypatch,
     chunked = load_trace(path, cache=False)
     # all but the first few (in flight before any was adopted) wrote over earlier columns
     assert len(written_over) > 10 and sum(written_over) >= len(written_over) - 4, written_over
-    assert list(whole.events.columns) == list(chunked.events.columns) and len(whole.events) > 10_000
-    for column in whole.events.columns:
-        left, right = whole.events[column].to_numpy(), chunked.events[column].to_numpy()
-        assert left.dtype == right.dtype and np.array_equal(left, right, equal_nan=left.dtype.kind == "f"), column
+    assert len(whole.events) > 10_000
+    assert_same_columns(whole, chunked)
     assert len(whole.memory) == text.count(b'"[memory]"') == 1992 and whole.memory == chunked.memory
 
 
@@ -317,9 +324,7 @@ def test_a_gzip_of_several_members_and_one_cut_off_load_as_the_same_json_plain(t
         a, b = load_trace(plain, cache=False), load_trace(gz, cache=False)
         assert a.meta.truncated == b.meta.truncated == (name == "cut off"), name
         assert len(a.events) == len(b.events) > 1000 and a.names == b.names, name
-        for column in a.events.columns:
-            left, right = a.events[column].to_numpy(), b.events[column].to_numpy()
-            assert np.array_equal(left, right, equal_nan=left.dtype.kind == "f"), (name, column)
+        assert_same_columns(a, b, label=name)
 
 
 def test_the_json_a_file_holds_is_its_size_or_a_gzip_files_own_count_where_believable(tmp_path):

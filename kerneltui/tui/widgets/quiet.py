@@ -5,6 +5,10 @@ Textual asks for one whenever a scrollable's virtual size changes (a table's row
 the details pane's height on a move, the search box's text width on every character) and on every
 ``Static.update``. These do the same without it, unless a scrollbar comes or goes or a Static of
 automatic width changes width: only then do other widgets move.
+
+And repaints Textual would make where nothing drawn changed: ``QuietScrollBar`` is repainted when its
+thumb moves by a drawn eighth of a cell, not on every change of the scroll position, and
+``set_virtual_size(..., repaint=False)`` leaves the caller to repaint the lines it changed.
 """
 
 from __future__ import annotations
