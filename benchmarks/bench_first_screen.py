@@ -31,6 +31,7 @@ DEFAULT = [HERE / "data" / "replicated_1000mb.json", HERE / "data" / "replicated
 READY = "Count"  # the kernel table's header: the first screen is up
 HELP = "escape closes"  # the help screen's title: the app answered a key
 WAITING = "drawing the timeline"  # the timeline until the second stage (timeline, launch list, search) is in
+ANALYSED = "busy "  # the header's GPU busy time: the third stage (the analyses: figures, health, o, H) is in
 
 
 def written(directory: Path, suffix: str = SUFFIX) -> bool:
@@ -44,12 +45,14 @@ def pane(name: str) -> str:
 
 
 def first_screen(path: Path, env: dict[str, str], timeout: float = 120, entry_in: Path | None = None,
-                 live: list[float] | None = None, everything: list[float] | None = None) -> float:
+                 live: list[float] | None = None, everything: list[float] | None = None,
+                 analysed: list[float] | None = None) -> float:
     """Seconds to the first screen; with ``entry_in``, the pane is kept until the app has written its
     cache entry and its kept first screen there (the next, warm run needs them). With ``live``, `?` is
     pressed as soon as the table is up, and the seconds to the help screen (the app answering keys:
     a kept first screen is up before the app is) are appended to it. With ``everything``, the seconds
-    until the timeline is drawn (the second stage: timeline, launch list, search) are appended to it."""
+    until the timeline is drawn (the second stage: timeline, launch list, search) are appended to it; with
+    ``analysed``, the seconds until the header shows the GPU's busy time (the third stage, the analyses)."""
     subprocess.run(["tmux", "start-server", ";", "set-option", "-g", "exit-empty", "off"], check=True)
     name = f"kerneltui-bench-{uuid.uuid4().hex[:8]}"
     assignments = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
@@ -74,6 +77,12 @@ def first_screen(path: Path, env: dict[str, str], timeout: float = 120, entry_in
                     time.sleep(0.02)
                 if everything is not None:
                     everything.append(time.perf_counter() - start)
+                while analysed is not None and ANALYSED not in pane(name).split("\n", 1)[0]:
+                    if time.perf_counter() - start > timeout:
+                        raise SystemExit(f"{path.name}: no analyses within {timeout:.0f} s")
+                    time.sleep(0.02)
+                if analysed is not None:
+                    analysed.append(time.perf_counter() - start)
                 while entry_in is not None and not (written(entry_in) and written(entry_in, SCREEN_SUFFIX)):
                     if time.perf_counter() - start > timeout:
                         break

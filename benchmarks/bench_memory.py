@@ -2,7 +2,8 @@
 
 A child process does what `kerneltui open` does behind the screen, without a terminal: a cold load
 (cache off), the first stage (the kernel table: ``build_kernels``), the hand-back between the stages,
-and the second (timeline, launch list, search: ``build_browse``). The parent samples the child's
+the second (timeline, launch list, search: ``build_browse``) and the third (the analyses:
+``build_analyses``). The parent samples the child's
 anonymous memory (``RssAnon``: what the load allocated; clean file pages do not count) every 10 ms
 and prints its peak beside the JSON's bytes, with the peak of each stage.
 
@@ -29,14 +30,16 @@ CHILD = """
 import sys
 from kerneltui.trace import heap
 from kerneltui.trace.model import load_trace
-from kerneltui.tui.model import build_browse, build_kernels
+from kerneltui.tui.model import build_analyses, build_browse, build_kernels
 trace = load_trace(sys.argv[1])
 print("loaded", flush=True)
 kernels = build_kernels(trace)
 print("kernel table", flush=True)
 heap.give_back(len(trace.events))
 browse = build_browse(kernels)
-print("everything", flush=True)
+print("browser", flush=True)
+analyses = build_analyses(trace)
+print("analyses", flush=True)
 """
 
 
@@ -68,7 +71,8 @@ def main() -> None:
         peaks[stage] = max(peaks.get(stage, 0), used)
         line = child.stdout.readline()
         if line:
-            stage = {"loaded": "kernel table", "kernel table": "everything else"}.get(line.strip(), stage)
+            stage = {"loaded": "kernel table", "kernel table": "the browser", "browser": "the analyses"}.get(
+                line.strip(), stage)
         time.sleep(0.01)
     if child.returncode:
         raise SystemExit(f"the child failed ({child.returncode})")

@@ -18,8 +18,14 @@ from kerneltui.terminal_text import printable
 from kerneltui.trace import heap
 from kerneltui.trace.model import load_trace
 from kerneltui.tui.loading_app import Loader, LoadingApp, paced
-from kerneltui.tui.messages import BrowseReady, KernelsReady, LoadProgress, LoadStage
-from kerneltui.tui.model import build_browse, build_kernels
+from kerneltui.tui.messages import (
+    AnalysesReady,
+    BrowseReady,
+    KernelsReady,
+    LoadProgress,
+    LoadStage,
+)
+from kerneltui.tui.model import build_analyses, build_browse, build_kernels
 from kerneltui.tui.screens.browser import BrowserScreen
 from kerneltui.tui.screens.kept_frame import KeptFrameScreen, frame_lines
 from kerneltui.tui.screens.loading import LoadingScreen
@@ -87,6 +93,12 @@ class KernelTuiApp(LoadingApp):
         # full collection (those took up to 0.7 s a keystroke on a million launches).
         gc.freeze()
 
+    def on_analyses_ready(self, message: AnalysesReady) -> None:
+        browser = self._browser()
+        if browser is not None:
+            browser.set_analyses(message.analyses)  # kept by the browser until its stage 2 is in
+        gc.freeze()
+
     def _browser(self) -> BrowserScreen | None:
         for screen in reversed(self.screen_stack):
             if isinstance(screen, BrowserScreen):
@@ -95,8 +107,9 @@ class KernelTuiApp(LoadingApp):
 
 
 def post_stages(app, trace) -> None:
-    """From a load worker: link and aggregate a read trace, posting KernelsReady (the table can show)
-    then BrowseReady (everything else); stops wherever the worker was cancelled."""
+    """From a load worker: link and aggregate a read trace, posting KernelsReady (the table can show),
+    BrowseReady (timeline, launch list, search) then AnalysesReady (the whole-trace analyses); stops
+    wherever the worker was cancelled."""
     worker = get_current_worker()
     if worker.is_cancelled:
         return
@@ -116,8 +129,12 @@ def post_stages(app, trace) -> None:
     if worker.is_cancelled:
         return
     browse = build_browse(kernels)
+    if worker.is_cancelled:
+        return
+    app.post_message(BrowseReady(browse))
+    analyses = build_analyses(kernels.trace)
     if not worker.is_cancelled:
-        app.post_message(BrowseReady(browse))
+        app.post_message(AnalysesReady(analyses, kernels.trace))
 
 
 def build_app(path: str, loader: Loader = load_trace, kept: FirstScreen | None = None) -> KernelTuiApp:

@@ -17,10 +17,10 @@ from kerneltui.analysis.provenance.join import records_of
 from kerneltui.analysis.provenance.records import eager_op_name
 from kerneltui.analysis.traffic import copy_kind
 from kerneltui.trace.schema import KIND_LABEL, Kind
-from kerneltui.tui.model import Browse, Kernels
+from kerneltui.tui.model import Analyses, Browse, Kernels
 from kerneltui.units import fmt_bytes, fmt_ns, fmt_share
 
-PENDING = "…"  # shown while the second loading stage is still running
+PENDING = "…"  # shown while a later loading stage (2: sources; 3: bytes) is still running
 
 
 @dataclass(frozen=True)
@@ -72,8 +72,9 @@ def launch_details(kernels: Kernels, browse: Browse | None, launch: int, full_na
     rows.append(("all launches", f"{fmt_ns(stat['total_ns'])} total, mean {fmt_ns(stat['mean_ns'])} "
                                  f"({fmt_ns(stat['min_ns'])}–{fmt_ns(stat['max_ns'])}), "
                                  f"{fmt_share(stat['share'])} of GPU time"))
-    if browse is not None and browse.health is not None:
-        told = health_text(kernels, browse.health, launch)
+    analyses = browse.analyses if browse is not None else None
+    if analyses is not None and analyses.health is not None:
+        told = health_text(kernels, analyses.health, launch)
         if told:
             rows.append(("health", told))
     if browse is None:
@@ -105,8 +106,10 @@ def launch_details(kernels: Kernels, browse: Browse | None, launch: int, full_na
     rows.append(("launched", _launch_text(kernels, r)))
     if browse is None:
         rows += [("source", PENDING), ("bytes", PENDING)]
+    elif analyses is None:
+        rows.append(("bytes", PENDING))
     else:
-        rows += _traffic_rows(trace, browse, launch, kind)
+        rows += _traffic_rows(trace, analyses, launch, kind)
     return Details(full if full_names else short, tuple(rows))
 
 
@@ -218,8 +221,8 @@ HOST_COPIES = ("copy-h2d", "copy-d2h")  # traffic.copy_kind's bases of copies ov
 OTHER_COPIES = ("copy-p2p", "copy-h2h", "copy-unknown")
 
 
-def _traffic_rows(trace, browse: Browse, launch: int, kind: Kind) -> list[tuple[str, str]]:
-    t = browse.traffic
+def _traffic_rows(trace, analyses: Analyses, launch: int, kind: Kind) -> list[tuple[str, str]]:
+    t = analyses.traffic
     if t is None:
         g = trace.gpu
         if kind != Kind.KERNEL and g["bytes"].iat[launch] >= 0:
@@ -235,7 +238,7 @@ def _traffic_rows(trace, browse: Browse, launch: int, kind: Kind) -> list[tuple[
                   "no-op": "no launching op"}.get(basis, basis)
         return [("bytes", f"unknown ({reason})")]
     out = [("bytes", f"{fmt_bytes(row['bytes'])} ({basis})")]
-    spec = browse.device_spec
+    spec = analyses.device_spec
     peak = getattr(spec, "name", "peak")
     if spec is None and basis in HOST_COPIES:
         peak = f"device {trace.meta.device_name!r}"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from textual.message import Message
 
-from kerneltui.tui.model import Browse, Kernels
+from kerneltui.tui.model import Analyses, Browse, Kernels
 
 
 class LoadProgress(Message):
@@ -33,8 +33,17 @@ class KernelsReady(Message):
 
 
 class BrowseReady(Message):
-    """Stage 2 done: timeline, launch list, details."""
+    """Stage 2 done: timeline, launch list, search, details."""
 
     def __init__(self, browse: Browse) -> None:
         super().__init__()
         self.browse = browse
+
+
+class AnalysesReady(Message):
+    """Stage 3 done: the header's figures, health, the step split and advice, bytes and bandwidth."""
+
+    def __init__(self, analyses: Analyses, trace) -> None:
+        super().__init__()
+        self.analyses = analyses
+        self.trace = trace  # whose: a rank's browser takes only its own trace's

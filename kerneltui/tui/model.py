@@ -1,14 +1,16 @@
 """What the browser shows, computed from a Trace without Textual.
 
-Two stages, so that a big trace shows its kernel table while the rest is built:
+Three stages, so that a big trace shows its kernel table while the rest is built, and its timeline,
+launch list and search before the whole-trace analyses:
 
 * ``Kernels``: the kernel table (``kernel_stats``, the same function as
   ``kerneltui summary``) and the arrays needed to filter it;
-* ``Browse``: everything else (timeline lanes, noise events, traffic, sources,
-  the summary line), built in the same worker right after, its analyses on a
-  second thread meanwhile.
+* ``Browse``: the timeline (lanes, steps, memory), noise events, sources, the
+  launch context and search, built in the same worker right after, on two threads;
+* ``Analyses``: the summary line's figures, health, the step split and advice
+  (o), bytes and bandwidth, built after, on two threads again.
 
-Both are frozen and published once; the UI thread only reads them. Filtering
+All are frozen and published once; the UI thread only reads them. Filtering
 works on the few distinct names and maps the answer to rows with one gather,
 so a keystroke costs milliseconds on a million launches.
 """
@@ -24,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from kerneltui.analysis.advice import advice
-from kerneltui.analysis.attribution import place_codes
+from kerneltui.analysis.attribution import attribute, place_codes
 from kerneltui.analysis.cpu_work import (
     is_cpu_capture,
     records_by_name,
@@ -165,16 +167,26 @@ def cpu_work_of(trace: Trace) -> CpuWork | None:
 
 
 @dataclass(frozen=True, eq=False)
+class Analyses:
+    """Stage 3: the whole-trace analyses (analysis/), read by the header, the health line, o and H, the
+    details' bytes and bandwidth and a range's bytes."""
+
+    summary: TraceSummary
+    traffic: pd.DataFrame | None  # traffic.Traffic.table, aligned with trace.gpu; None if unavailable
+    device_spec: object | None
+    health: Health | None = field(default=None, repr=False)  # what the trace cannot be trusted for (analysis/health)
+    overview: Overview | None = field(default=None, repr=False)  # o: the step split (analysis/overview.py)
+    findings: tuple = field(default=(), repr=False)  # o: what to try next (analysis/advice.py)
+
+
+@dataclass(frozen=True, eq=False)
 class Browse:
-    """Stage 2: timeline lanes, noise events, traffic, sources and the headline."""
+    """Stage 2: timeline lanes, noise events, sources, launch context and search; then stage 3's analyses."""
 
     kernels: Kernels
-    summary: TraceSummary
     lanes: tuple[Lane, ...]
     noise_rows: dict[str, np.ndarray]  # CPU category -> event rows in time order
     counts: dict[str, int]  # every category (GPU and CPU) -> events in the trace
-    traffic: pd.DataFrame | None  # traffic.Traffic.table, aligned with trace.gpu; None if unavailable
-    device_spec: object | None
     sources: pd.DataFrame | None  # trace.gpu_sources (source, module) or None without stacks
     step_spans: tuple[np.ndarray, np.ndarray, tuple[str, ...]]  # per step/call: CPU span widened to its GPU work
     call_to_launch: np.ndarray = field(repr=False)  # event row of a launch call -> the first GPU work it launched
@@ -182,37 +194,34 @@ class Browse:
     context: LaunchContext = field(repr=False)  # per launch: op stack, source line, module (analysis.explore)
     search: LaunchSearch = field(repr=False)  # `/` over kernels, ops, annotations, modules, sources
     modules: ModuleTree | None = field(default=None, repr=False)  # T: the module tree (analysis/modules.py)
-    health: Health | None = field(default=None, repr=False)  # what the trace cannot be trusted for (analysis/health)
-    overview: Overview | None = field(default=None, repr=False)  # o: the step split (analysis/overview.py)
-    findings: tuple = field(default=(), repr=False)  # o: what to try next (analysis/advice.py)
     memory: MemoryTable | None = field(default=None, repr=False)  # u and the timeline: analysis/memory.py
+    analyses: Analyses | None = field(default=None, repr=False)  # stage 3, once it is in (build_analyses)
 
     def row_to_launch_of_call(self, row: int) -> int:
         return int(self.call_to_launch[row])
 
 
 def build_browse(kernels: Kernels) -> Browse:
+    """Stage 2, on two threads: numpy and pandas let go of the GIL in much of both halves. What both
+    reach is made before the thread starts or built once, by one of them, while the other waits:
+    trace.gpu and trace.iterations (stage 1), trace.window and trace.name_codes here (from Python 3.12
+    cached_property no longer locks); the op stacks (Trace.op_stack) and the python frames (PerTrace)
+    lock. The other thread makes the launches' sources (trace.gpu_sources, 0.18 s at 1 GB), which this
+    one's launch context waits for, then the attribution (0.42 s), which the groupings wait for, then
+    the timeline's parts; this one the noise rows, the op stacks, the launch context, the memory
+    table, the groupings and the search. The analyses come after (build_analyses): at 1 GB, in one
+    process, this stage took 1.2 s with them, ~0.8 s without."""
     trace = kernels.trace
     g = trace.gpu
-    # Two halves at once, the analyses on a second thread: numpy and pandas let go of the GIL in much of
-    # both (in the app, a cold 1 GB trace's second stage took 3.3-3.5 s, now 2.5-2.9 s on two cores).
-    # What both halves reach is made before the thread starts or built under a lock: trace.gpu and
-    # trace.iterations (stage 1), trace.window, trace.name_codes (from Python 3.12 cached_property no
-    # longer locks); the op stacks (Trace.op_stack) and the python frames (PerTrace) lock
     trace.window, trace.name_codes  # noqa: B018 - computed and cached now
-    # The other thread: the launches' source lines and modules (trace.gpu_sources, 0.18 s at 1 GB), the
-    # analyses, then the timeline's parts. This half (launch context, attribution) is the longer one, so
-    # the sources moved there: this one makes the noise rows and op stacks meanwhile, and its launch
-    # context waits for them (made once: from Python 3.12 cached_property would let both threads build
-    # them). 1 GB, in one process, five runs each alternating: this stage 1.31 -> 1.23 s median.
-    sources_made = threading.Event()
+    sources_made, attributed = threading.Event(), threading.Event()
     with_sources = bool(trace.meta.with_stack and len(g))
-    parts = (partial(_sources_then_analyses, with_sources=with_sources, made=sources_made),
-             partial(_timeline_parts, origin=kernels.origin))
+    other = partial(_other_half, with_sources=with_sources, sources_made=sources_made, attributed=attributed,
+                    origin=kernels.origin)
     if _room_for_both(len(trace.events)):
-        analyses, timeline = in_background(parts, trace, name="kerneltui-browse")
-    else:  # memory is short: one half at a time, the analyses' large scratch first
-        analyses, timeline = (_done(part(trace)) for part in parts)
+        (timeline,) = in_background((other,), trace, name="kerneltui-browse")
+    else:  # memory is short: one half at a time
+        timeline = _done(other(trace))
     kinds = trace.events["kind"].to_numpy()
     ts = trace.events["ts"].to_numpy()
     noise_rows, counts = {}, {}
@@ -232,6 +241,8 @@ def build_browse(kernels: Kernels) -> Browse:
     sources_made.wait()
     sources = trace.gpu_sources if with_sources else None
     context = launch_context(trace)
+    memory = memory_table(trace)  # while the other thread attributes
+    attributed.wait()
     groups = group_index(trace, context)  # every grouping's codes, here rather than on the first keystroke
     range_index(trace)
     modules = module_tree(trace)  # the attribution, here rather than on the first T
@@ -239,22 +250,15 @@ def build_browse(kernels: Kernels) -> Browse:
     search = launch_search(trace, context)
     for by in available_groupings(trace, context):  # each grouping's sums per class the search keeps or drops
         groups.class_sums(by, search.combo_code)
-    summary, memory, steps, (traffic, spec, _), findings, health = analyses.result()
     spans, lanes, icicle_lanes = timeline.result()
     return Browse(
-        health=health,
-        overview=steps,
-        findings=findings,
         memory=memory,
         kernels=kernels,
         step_spans=spans,
-        summary=summary,
         lanes=lanes,
         icicles=icicle_lanes,
         noise_rows=noise_rows,
         counts=counts,
-        traffic=traffic,
-        device_spec=spec,
         sources=sources,
         call_to_launch=_frozen(call_to_launch),
         context=context,
@@ -263,8 +267,39 @@ def build_browse(kernels: Kernels) -> Browse:
     )
 
 
-# The analyses' thread adds its scratch to the other half's: the largest, the memory table's, was 55 bytes an
-# event at 1 GB (2.5M events), and the peak rose 0.05-0.08x of the JSON. Twice that must be free to run both.
+def _other_half(trace: Trace, with_sources: bool, sources_made: threading.Event, attributed: threading.Event,
+                origin: int) -> tuple:
+    """``trace.gpu_sources`` (``sources_made`` set once it is, or failed: the other half then asks for it
+    itself and raises the same error), the attribution (``attributed``, likewise), then the timeline's parts."""
+    try:
+        if with_sources:
+            trace.gpu_sources  # noqa: B018 - built and cached now
+    finally:
+        sources_made.set()
+    try:
+        attribute(trace)
+    finally:
+        attributed.set()
+    return _timeline_parts(trace, origin)
+
+
+def build_analyses(trace: Trace) -> Analyses:
+    """Stage 3, on two threads: the step split, the summary and the health on a second one (its scratch
+    beside this one's where memory allows), the traffic table and the advice (which reads the step
+    split) here. What both read was made in stages 1 and 2."""
+    parts = (overview, summarize, trace_health)
+    if _room_for_both(len(trace.events)):
+        steps, summary, health = in_background(parts, trace, name="kerneltui-analyses")
+    else:  # memory is short: one at a time
+        steps, summary, health = (_done(part(trace)) for part in parts)
+    traffic, spec, whole = _traffic(trace)
+    findings = tuple(advice(trace, steps.result(), whole))
+    return Analyses(summary=summary.result(), traffic=traffic, device_spec=spec, health=health.result(),
+                    overview=steps.result(), findings=findings)
+
+
+# A second thread adds its scratch to the first's: the largest (the memory table's) was 55 bytes an event at
+# 1 GB (2.5M events), and the peak rose 0.05-0.08x of the JSON. Twice that must be free to run both.
 BOTH_HALVES_PER_EVENT = 128
 
 
@@ -279,29 +314,6 @@ def _done(value) -> Future:
     future = Future()
     future.set_result(value)
     return future
-
-
-def _sources_then_analyses(trace: Trace, with_sources: bool, made: threading.Event) -> tuple:
-    """``trace.gpu_sources`` (``made`` set once it is, or failed: the other half then asks for it
-    itself and raises the same error), then ``_analyses``."""
-    try:
-        if with_sources:
-            trace.gpu_sources  # noqa: B018 - built and cached now
-    finally:
-        made.set()
-    return _analyses(trace)
-
-
-def _analyses(trace: Trace) -> tuple:
-    """The browser's analyses (summary, memory, overview, traffic, advice, health), those that need large
-    scratch memory first (the peak is the kept tables plus their scratch and the other half's: a 5 GB
-    trace's 0.88x of its JSON became 0.93x when the halves ran at once)."""
-    summary = summarize(trace)
-    memory = memory_table(trace)
-    steps = overview(trace)
-    traffic = _traffic(trace)
-    findings = tuple(advice(trace, steps, traffic[2]))
-    return summary, memory, steps, traffic, findings, trace_health(trace)
 
 
 def _timeline_parts(trace: Trace, origin: int) -> tuple:

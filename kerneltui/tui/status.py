@@ -11,7 +11,13 @@ from pathlib import Path
 from rich.text import Text
 
 from kerneltui.terminal_text import printable
-from kerneltui.tui.model import CPU_CATEGORIES, GPU_CATEGORIES, Browse, Kernels
+from kerneltui.tui.model import (
+    CPU_CATEGORIES,
+    GPU_CATEGORIES,
+    Analyses,
+    Browse,
+    Kernels,
+)
 from kerneltui.units import ellipsize, fmt_bytes, fmt_ns, fmt_share, plural
 
 CATEGORY_LABEL = {cid: label for cid, label, _ in GPU_CATEGORIES + CPU_CATEGORIES}
@@ -28,6 +34,7 @@ def header(kernels: Kernels, browse: Browse | None, width: int = 200) -> Text:
     (``health_line``).
     """
     trace = kernels.trace
+    analyses = browse.analyses if browse is not None else None  # the figures: " · …" until they are in
     text = Text(no_wrap=True, overflow="ellipsis")
     n, k = len(kernels.key_codes), len(kernels.stats)
     name = printable(Path(trace.meta.path).name)
@@ -36,22 +43,22 @@ def header(kernels: Kernels, browse: Browse | None, width: int = 200) -> Text:
     wordings = [[plural(n, "launch"), plural(k, "kernel")]]
     if kernels.cpu is not None:  # a CPU capture: its work is CPU self time; no GPU figure is shown
         devices = (f"{device} · CPU capture, CPU time only", f"{device} · CPU capture", "CPU capture")
-        wordings = cpu_wordings(kernels, browse)
-    elif browse is not None:
-        s = browse.summary
+        wordings = cpu_wordings(kernels, analyses)
+    elif analyses is not None:
+        s = analyses.summary
         steps = plural(s.iterations, s.iteration_unit)
         wordings = [
             [plural(n, "launch"), plural(k, "kernel"),
              f"busy {fmt_ns(s.busy_ns)} of {fmt_ns(s.window_ns)} ({fmt_share(s.busy_share)})", steps],
             [plural(n, "launch"), plural(k, "kernel"), f"busy {fmt_share(s.busy_share)} of {fmt_ns(s.window_ns)}", steps],
         ]
-    health = browse.health if browse is not None else None
+    health = analyses.health if analyses is not None else None
     room = width - 2  # the header's padding
     # "healthy" only where the whole file name still fits beside it
     said = [(w, " · healthy") for w in wordings] if health is not None and health.ok else []
     for facts, tail in said + [(w, "") for w in wordings]:
         for dev in devices:
-            rest = " · ".join(facts) + (" · …" if browse is None else "") + (f" · {dev}" if dev else "") + tail
+            rest = " · ".join(facts) + (" · …" if analyses is None else "") + (f" · {dev}" if dev else "") + tail
             if len(name) + 3 + len(rest) <= room or (not tail and len(rest) + 3 + 16 <= room):
                 break
         else:
@@ -65,13 +72,13 @@ def header(kernels: Kernels, browse: Browse | None, width: int = 200) -> Text:
     return text
 
 
-def cpu_wordings(kernels: Kernels, browse: Browse | None) -> list[list[str]]:
+def cpu_wordings(kernels: Kernels, analyses: Analyses | None) -> list[list[str]]:
     """A CPU capture's header facts, longest first: its CPU work rows, their calls and CPU self time."""
     cpu = kernels.cpu
     rows, calls, ns = len(cpu.table), len(cpu.events), int(cpu.table["total_ns"].sum())
-    if browse is None:
+    if analyses is None:
         return [[plural(rows, "CPU work row"), plural(calls, "call"), f"{fmt_ns(ns)} CPU"]]
-    s = browse.summary
+    s = analyses.summary
     steps = plural(s.iterations, s.iteration_unit)
     return [
         [plural(rows, "CPU work row"), plural(calls, "call"), f"{fmt_ns(ns)} CPU self time of {fmt_ns(s.window_ns)}",

@@ -23,7 +23,7 @@ async def opened(path, size=(80, 24), loader=None):
 
 
 async def settle(app, pilot, rounds: int = 50) -> None:
-    """Until the worker is done and both stages reached the screen."""
+    """Until the worker is done and its stages (the browser's, then the analyses) reached the screen."""
     try:
         await app.workers.wait_for_complete()
     except WorkerFailed:
@@ -31,7 +31,7 @@ async def settle(app, pilot, rounds: int = 50) -> None:
     for _ in range(rounds):
         await pilot.pause()
         screen = app.screen
-        if isinstance(screen, BrowserScreen) and screen.browse is not None:
+        if isinstance(screen, BrowserScreen) and screen.browse is not None and screen.browse.analyses is not None:
             break
         if app.error:
             break
@@ -64,3 +64,12 @@ async def wait_for_diff(pilot) -> None:
         if isinstance(app.screen, DiffScreen) or app.error:
             break
     await pilot.pause()
+
+
+def browse_of(kernels):
+    """Stages 2 and 3 as the app has them once both are in: the Browse with its Analyses."""
+    from dataclasses import replace
+
+    from kerneltui.tui.model import build_analyses, build_browse
+
+    return replace(build_browse(kernels), analyses=build_analyses(kernels.trace))

@@ -8,13 +8,14 @@ import pytest
 from kerneltui.trace import load_trace
 from kerneltui.trace.schema import Kind
 from kerneltui.tui.details import launch_details
-from kerneltui.tui.model import build_browse, build_kernels
+from kerneltui.tui.model import build_kernels
 from tests.conftest import external_trace, shared_trace
+from tests.tui.helpers import browse_of
 
 
 def memcpy_details(path):
     kernels = build_kernels(load_trace(path))
-    browse = build_browse(kernels)
+    browse = browse_of(kernels)
     g = kernels.trace.gpu
     launches = np.flatnonzero(g["kind"].to_numpy() == Kind.MEMCPY)
     return kernels, browse, {int(i): launch_details(kernels, browse, int(i)) for i in launches}
@@ -26,7 +27,7 @@ def test_a_pinned_host_to_device_copy_is_rated_against_pcie():
     first, d = next(iter(details.items()))
     assert str(kernels.trace.gpu["full_name"].iat[first]) == "Memcpy HtoD (Pinned -> Device)"
     assert d.value("kind") == "memcpy H2D (pinned)"
-    row = browse.traffic.iloc[first]
+    row = browse.analyses.traffic.iloc[first]
     assert row["link_gbs"] == 64.0
     assert d.value("bandwidth") == f"{row['gbs']:.1f} GB/s, {row['link_share']:.1%} of the host link (PCIe Gen5 x16, 64.0 GB/s)"
     assert d.value("bandwidth") == "10.9 GB/s, 17.0% of the host link (PCIe Gen5 x16, 64.0 GB/s)"
@@ -40,7 +41,7 @@ def test_a_device_to_device_copy_keeps_the_hbm_rating():
     launch, d = next(iter(details.items()))
     assert d.value("kind") == "memcpy D2D"
     assert d.value("bandwidth") == "110.6 GB/s, 2.3% of H200 peak"
-    assert browse.traffic.iloc[launch]["bytes"] == 2 * 65_536  # read and written
+    assert browse.analyses.traffic.iloc[launch]["bytes"] == 2 * 65_536  # read and written
 
 
 def test_pageable_copies_and_an_unknown_device():

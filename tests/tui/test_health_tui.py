@@ -56,7 +56,7 @@ async def test_a_healthy_trace_has_no_health_line_and_says_healthy_where_it_fits
 async def test_pdl_overlaps_get_a_row_and_the_details_name_the_kernel_they_overlap():
     async with opened(shared_trace("resnet18_train_eager"), size=(160, 45)) as (app, pilot):
         screen = app.screen
-        health = screen.browse.health
+        health = screen.browse.analyses.health
         later = int(np.flatnonzero(health.overlapped >= 0)[0])
         earlier = int(health.overlapped[later])
         g = screen.kernels.trace.gpu

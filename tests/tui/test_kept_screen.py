@@ -25,8 +25,8 @@ from kerneltui.errors import TraceError
 from kerneltui.trace import load_trace
 from kerneltui.tui import app as app_module
 from kerneltui.tui.app import build_app
-from kerneltui.tui.messages import BrowseReady, KernelsReady
-from kerneltui.tui.model import build_browse, build_kernels
+from kerneltui.tui.messages import AnalysesReady, BrowseReady, KernelsReady
+from kerneltui.tui.model import build_analyses, build_browse, build_kernels
 from kerneltui.tui.screens.browser import BrowserScreen
 from kerneltui.tui.screens.help import HelpScreen
 from kerneltui.tui.screens.kept_frame import KeptFrame, KeptFrameScreen
@@ -68,11 +68,13 @@ async def first_open(path=EAGER, size=SIZE) -> tuple[list[str], list[str]]:
 
 
 def both_stages_at_once(app, trace) -> None:
-    """post_stages, but stage 2 is posted right behind stage 1: before the browser's first draw."""
+    """post_stages, but stages 2 and 3 are posted right behind stage 1: before the browser's first draw."""
     kernels = build_kernels(trace)
     browse = build_browse(kernels)
+    analyses = build_analyses(trace)
     app.post_message(KernelsReady(kernels))
     app.post_message(BrowseReady(browse))
+    app.post_message(AnalysesReady(analyses, trace))
 
 
 @pytest.mark.parametrize("stages", ["as loaded", "at once"])

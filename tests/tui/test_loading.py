@@ -15,12 +15,14 @@ from kerneltui.tui.app import build_app
 from kerneltui.tui.messages import BrowseReady, KernelsReady, LoadProgress
 from kerneltui.tui.screens.browser import BrowserScreen
 from kerneltui.tui.screens.loading import LoadingScreen
+from kerneltui.tui.screens.overview import OverviewScreen
 from kerneltui.tui.widgets.details import DetailsPane
 from kerneltui.tui.widgets.timeline import Timeline
-from tests.conftest import PROJECT_TRACES
+from tests.conftest import PROJECT_TRACES, shared_trace
 from tests.tui.helpers import opened, screen_text, settle
 
 EAGER = PROJECT_TRACES / "add_relu_1M_eager.json.gz"
+GPT = shared_trace("gpt_train_eager")
 
 
 def cli_message(path) -> str:
@@ -126,6 +128,46 @@ async def test_kernel_table_shows_before_the_second_stage(monkeypatch):
         assert screen.query_one(DetailsPane).details.value("source") == "not recorded (profile with with_stack=True)"
         drawn = screen_text(screen.query_one(Timeline))
         assert drawn[0].startswith("span ") and any(line.startswith("GPU0 s7") for line in drawn)
+
+
+async def test_the_timeline_launch_list_and_search_come_before_the_analyses(monkeypatch):
+    """Stage 3 (the header's figures, health, o and H, bytes) comes after the browser works: until then the
+    header and the details' bytes say "…", and o and H wait for it, in the order pressed."""
+    release = threading.Event()
+    real = app_module.build_analyses
+
+    def slow_analyses(trace):
+        release.wait(10)
+        return real(trace)
+
+    monkeypatch.setattr(app_module, "build_analyses", slow_analyses)
+    app = build_app(str(GPT))
+    async with app.run_test(size=(120, 40)) as pilot:
+        for _ in range(300):
+            await pilot.pause(0.02)
+            if isinstance(app.screen, BrowserScreen) and app.screen.browse is not None:
+                break
+        await pilot.pause()
+        screen = app.screen
+        assert screen.browse.analyses is None
+        header = str(screen.query_one("#header").render())
+        assert " · … · " in header and "busy" not in header
+        drawn = screen_text(screen.query_one(Timeline))
+        assert not any("drawing the timeline" in line for line in drawn)
+        assert any(line.startswith("GPU0 s7") for line in drawn)
+        assert screen.query_one(DetailsPane).details.value("bytes") == "…"
+        assert screen.query_one(DetailsPane).details.value("source") != "…"  # stage 2's
+        await pilot.press("slash", "a", "t", "e", "n", "enter")  # the search works
+        assert screen.query_state.pattern == "aten" and screen.query_one("#kernels").row_count() > 0
+        await pilot.press("o", "right_square_bracket")
+        assert app.screen is screen and screen.query_state.scope.iteration is None  # both wait, ] behind o
+        release.set()
+        await settle(app, pilot)
+        assert isinstance(app.screen, OverviewScreen)
+        assert screen.query_state.scope.iteration == 0
+        header = str(screen.query_one("#header").render())
+        assert "busy" in header and " · … · " not in header
+        assert screen.query_one(DetailsPane).details.value("bytes") not in ("…", None)
 
 
 async def test_the_second_stage_starts_once_the_table_is_drawn(monkeypatch):

@@ -13,6 +13,7 @@ from kerneltui.tui.details import event_details, launch_details, occupancy_text
 from kerneltui.tui.lanes import Lane, lanes_from_trace, nice_step
 from kerneltui.tui.model import DEFAULT_SHOWN, build_browse, build_kernels, event_list, names_matching
 from tests.conftest import shared_trace
+from tests.tui.helpers import browse_of
 
 NVJET = "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_bias_TNT"
 
@@ -20,7 +21,7 @@ NVJET = "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_bias_TNT"
 @pytest.fixture(scope="module")
 def mlp():
     kernels = build_kernels(load_trace(shared_trace("mlp_bf16_eager")))
-    return kernels, build_browse(kernels)
+    return kernels, browse_of(kernels)
 
 
 def lane(starts, ends) -> Lane:
@@ -179,10 +180,11 @@ def test_kernel_table_rows_are_kernel_stats(mlp):
     assert int(kernels.launch_kind[1]) == Kind.MEMSET
 
 
-def test_the_analyses_run_on_a_second_thread_to_what_each_computes_alone(monkeypatch):
-    """build_browse runs summary, memory, overview, traffic, advice and health, then the timeline's lanes and
-    icicles, on a second thread while it builds the rest: each result equals the one computed alone, on one
-    thread, on a fresh load."""
+def test_each_stage_computes_on_two_threads_what_each_part_computes_alone(monkeypatch):
+    """build_browse makes the attribution and the timeline's lanes and icicles on a second thread, the
+    memory table on this one; build_analyses the step split, summary and health on a second thread,
+    traffic and advice on this one: each result equals the one computed alone, on one thread, on a
+    fresh load."""
     import threading
 
     from kerneltui.analysis.advice import advice
@@ -198,13 +200,23 @@ def test_the_analyses_run_on_a_second_thread_to_what_each_computes_alone(monkeyp
     steps = overview(alone)
     traffic = compute_traffic(alone)
     threads = []
-    real = model.memory_table
-    monkeypatch.setattr(model, "memory_table", lambda t: threads.append(threading.current_thread().name) or real(t))
+
+    def noted(name, real):
+        monkeypatch.setattr(model, name, lambda *a: threads.append((name, threading.current_thread().name)) or real(*a))
+
     real_icicles = model.icicles
-    monkeypatch.setattr(model, "icicles", lambda t, origin: threads.append(threading.current_thread().name)
-                        or real_icicles(t, origin))
-    browse = build_browse(build_kernels(load_trace(path, cache=False)))
-    assert threads == ["kerneltui-browse", "kerneltui-browse"]
+    for name in ("attribute", "icicles", "memory_table", "overview", "summarize", "trace_health", "_traffic",
+                 "advice"):
+        noted(name, getattr(model, name))
+    kernels = build_kernels(load_trace(path, cache=False))
+    browse = build_browse(kernels)
+    assert browse.analyses is None
+    analyses = model.build_analyses(kernels.trace)
+    here = threading.current_thread().name
+    assert sorted(threads) == sorted([
+        ("attribute", "kerneltui-browse"), ("icicles", "kerneltui-browse"), ("memory_table", here),
+        ("overview", "kerneltui-analyses"), ("summarize", "kerneltui-analyses"),
+        ("trace_health", "kerneltui-analyses"), ("_traffic", here), ("advice", here)])
     origin = build_kernels(alone).origin
     lanes = model.lanes_from_trace(alone, origin, op_depths=0)
     assert [x.key for x in browse.lanes] == [x.key for x in lanes] == ["gpu:0:7", "cpu:1", "cpu:0"]
@@ -214,13 +226,13 @@ def test_the_analyses_run_on_a_second_thread_to_what_each_computes_alone(monkeyp
     assert {k: [(x.label, len(x)) for x in v] for k, v in browse.icicles.items()} == {
         k: [(x.label, len(x)) for x in v] for k, v in icicle.items()}
     assert sum(len(x) for v in icicle.values() for x in v) > 1000
-    assert browse.summary.to_dict() == summarize(alone).to_dict()
     assert memory_dict(browse.memory) == memory_dict(memory_table(alone))
     assert len(browse.memory.devices) == 1  # the trace has [memory] events: the table is not empty
-    assert browse.overview.to_dict() == steps.to_dict()
-    assert browse.traffic.equals(traffic.table)
-    assert [f.to_dict() for f in browse.findings] == [f.to_dict() for f in advice(alone, steps, traffic)]
-    assert browse.health.to_dict() == trace_health(alone).to_dict()
+    assert analyses.summary.to_dict() == summarize(alone).to_dict()
+    assert analyses.overview.to_dict() == steps.to_dict()
+    assert analyses.traffic.equals(traffic.table)
+    assert [f.to_dict() for f in analyses.findings] == [f.to_dict() for f in advice(alone, steps, traffic)]
+    assert analyses.health.to_dict() == trace_health(alone).to_dict()
 
 
 def test_the_launches_sources_are_made_once_on_the_second_thread_before_the_launch_context(monkeypatch):
@@ -258,38 +270,50 @@ def test_an_error_in_the_launches_sources_is_raised_by_build_browse(monkeypatch)
         build_browse(build_kernels(load_trace(shared_trace("gpt_train_eager"), cache=False)))
 
 
-def test_an_error_in_the_analyses_thread_is_raised_by_build_browse(monkeypatch):
+@pytest.mark.parametrize("part", ["attribute", "overview", "summarize"])
+def test_an_error_on_a_stages_second_thread_is_raised_by_the_stage(monkeypatch, part):
+    """The attribution's by build_browse, the step split's and the summary's by build_analyses."""
     from kerneltui.tui import model
 
-    def broken(trace):
-        raise RuntimeError("overview failed")
+    def broken(*args):
+        raise RuntimeError(f"{part} failed")
 
-    monkeypatch.setattr(model, "overview", broken)
-    with pytest.raises(RuntimeError, match="overview failed"):
-        build_browse(build_kernels(load_trace(shared_trace("mlp_bf16_eager"), cache=False)))
+    monkeypatch.setattr(model, part, broken)
+    kernels = build_kernels(load_trace(shared_trace("mlp_bf16_eager"), cache=False))
+    with pytest.raises(RuntimeError, match=f"{part} failed"):
+        build_browse(kernels)
+        model.build_analyses(kernels.trace)
 
 
-def test_with_memory_short_the_analyses_run_first_on_the_loading_thread(monkeypatch):
-    """Where the memory available would not hold both halves' scratch at once, the analyses run on the
-    caller's thread, before the rest, to the same results."""
+def test_with_memory_short_each_stage_runs_one_part_at_a_time_on_the_loading_thread(monkeypatch):
+    """Where the memory available would not hold two threads' scratch at once, each stage runs its parts
+    on the caller's thread, one after the other (stage 2's other half first), to the same results."""
     import threading
 
     from kerneltui.analysis.memory import memory_dict
     from kerneltui.tui import model
 
     path = shared_trace("gpt_train_eager")
-    both = build_browse(build_kernels(load_trace(path, cache=False)))
+    kernels = build_kernels(load_trace(path, cache=False))
+    both, both_analyses = build_browse(kernels), model.build_analyses(kernels.trace)
     trace = load_trace(path, cache=False)
     monkeypatch.setattr(model, "available_memory", lambda: model.BOTH_HALVES_PER_EVENT * len(trace.events) - 1)
     order = []
-    real_memory, real_context = model.memory_table, model.launch_context
-    monkeypatch.setattr(model, "memory_table", lambda t: order.append(("memory", threading.current_thread().name))
-                        or real_memory(t))
-    monkeypatch.setattr(model, "launch_context", lambda t: order.append(("context", threading.current_thread().name))
-                        or real_context(t))
-    alone = build_browse(build_kernels(trace))
+
+    def noted(name):
+        real = getattr(model, name)
+        monkeypatch.setattr(model, name, lambda *a: order.append((name, threading.current_thread().name))
+                            or real(*a))
+
+    for name in ("attribute", "launch_context", "memory_table", "overview", "summarize", "_traffic"):
+        noted(name)
+    kernels = build_kernels(trace)
+    alone = build_browse(kernels)
+    analyses = model.build_analyses(trace)
     here = threading.current_thread().name
-    assert order == [("memory", here), ("context", here)]
+    assert order == [("attribute", here), ("launch_context", here), ("memory_table", here), ("overview", here),
+                     ("summarize", here), ("_traffic", here)]
     assert memory_dict(alone.memory) == memory_dict(both.memory)
-    assert alone.summary.to_dict() == both.summary.to_dict()
-    assert [f.to_dict() for f in alone.findings] == [f.to_dict() for f in both.findings]
+    assert analyses.summary.to_dict() == both_analyses.summary.to_dict()
+    assert [f.to_dict() for f in analyses.findings] == [f.to_dict() for f in both_analyses.findings]
+    assert [x.key for x in alone.lanes] == [x.key for x in both.lanes]

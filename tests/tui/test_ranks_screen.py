@@ -420,3 +420,33 @@ def test_ranks_screen_snapshot(snap_compare, relative_job, size):
         await pilot.press("down", "down", "down")
 
     assert snap_compare(build_ranks_app([relative_job]), terminal_size=size, run_before=loaded)
+
+
+async def test_a_ranks_browser_takes_its_analyses_under_a_help_screen_too(job_dir, monkeypatch):
+    """Stage 3 (the header's figures) reaches the rank's browser though a help screen is over it."""
+    import threading
+
+    from kerneltui.tui import app as app_module
+
+    release = threading.Event()
+    real = app_module.build_analyses
+    monkeypatch.setattr(app_module, "build_analyses", lambda trace: release.wait(10) and real(trace))
+    async with opened([job_dir]) as (app, pilot):
+        await pilot.press("enter")
+        for _ in range(300):
+            await pilot.pause(0.02)
+            if isinstance(app.screen, RankBrowserScreen) and app.screen.browse is not None:
+                break
+        browser = app.screen
+        assert browser.browse.analyses is None
+        assert " · … · " in text(app, "#header") and "busy" not in text(app, "#header")
+        await pilot.press("question_mark")
+        assert isinstance(app.screen, HelpScreen)
+        release.set()
+        for _ in range(300):
+            await pilot.pause(0.02)
+            if browser.browse.analyses is not None:
+                break
+        await pilot.press("escape")
+        assert app.screen is browser
+        assert "busy" in text(app, "#header") and " · … · " not in text(app, "#header")

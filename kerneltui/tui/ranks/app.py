@@ -25,7 +25,12 @@ from kerneltui.terminal_text import printable
 from kerneltui.trace.model import load_trace
 from kerneltui.tui.app import post_stages
 from kerneltui.tui.loading_app import Loader, LoadingApp, paced
-from kerneltui.tui.messages import BrowseReady, KernelsReady, LoadProgress
+from kerneltui.tui.messages import (
+    AnalysesReady,
+    BrowseReady,
+    KernelsReady,
+    LoadProgress,
+)
 from kerneltui.tui.ranks.browser import (
     JobLoadingScreen,
     RankBrowserScreen,
@@ -129,6 +134,12 @@ class RanksApp(LoadingApp):
         if isinstance(screen, RankBrowserScreen) and screen.browse is None:
             screen.set_browse(message.browse)
             gc.freeze()  # as KernelTuiApp: the trace's objects stay out of full collections while shown
+
+    def on_analyses_ready(self, message: AnalysesReady) -> None:
+        for screen in self.screen_stack:  # under a help or module screen as well
+            if isinstance(screen, RankBrowserScreen) and screen.kernels.trace is message.trace:
+                screen.set_analyses(message.analyses)
+                gc.freeze()
 
     def on_rank_failed(self, message: RankFailed) -> None:
         if isinstance(self.screen, RankLoadingScreen):

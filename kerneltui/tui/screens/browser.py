@@ -9,6 +9,8 @@ their actions are in ``browser_keys.BrowserKeys``.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 from rich.text import Text
 from textual import on
@@ -27,6 +29,7 @@ from kerneltui.tui.lanes import op_row
 from kerneltui.tui.layout import browser_layout
 from kerneltui.tui.model import (
     DEFAULT_SHOWN,
+    Analyses,
     Browse,
     Kernels,
     event_list,
@@ -145,6 +148,24 @@ class BrowserScreen(BrowserKeys):
         if self.selected is not None:
             self.select_launch(self.selected, source=None)
         self.run_deferred()
+        waiting, self._analyses_waiting = getattr(self, "_analyses_waiting", None), None
+        if waiting is not None:
+            self.set_analyses(waiting)
+
+    def set_analyses(self, analyses: Analyses) -> None:
+        """Stage 3 arrived: the header's figures, the health line, o and H, bytes and bandwidth."""
+        if self.browse is None:  # stage 2 is held (the app keeps the first draw first): with it
+            self._analyses_waiting = analyses
+            return
+        if self.browse.analyses is not None:
+            return
+        self.browse = replace(self.browse, analyses=analyses)
+        self.query_one("#header", Static).update(status.header(self.kernels, self.browse, self.size.width))
+        self._show_health()
+        if self.query_state.scope.is_range:
+            self._show_range()  # its bytes, known now
+        self._show_details()
+        self.run_deferred()
 
     def on_resize(self) -> None:
         forget_width(self.query_one("#counts", Static))  # its room is the new width's
@@ -154,7 +175,7 @@ class BrowserScreen(BrowserKeys):
 
     def _show_health(self) -> None:
         """A damaged trace's health line under the header (a sound one says "healthy" in it, where it fits)."""
-        health = self.browse.health if self.browse is not None else None
+        health = self.browse.analyses.health if self.browse is not None and self.browse.analyses else None
         line = self.query_one("#health", Static)
         line.display = health is not None and not health.ok
         if line.display:

@@ -36,8 +36,9 @@ from kerneltui.units import fmt_ns
 
 # actions that need the second loading stage (timeline, search over ops, groups): pressed before it
 # arrives (or typed while the file was read), they run once it is there rather than being lost
-NEEDS_BROWSE = frozenset({"modules", "health", "overview", "memory", "goto", "cycle_grouping", "scope", "whole", "jump", "mark", "next_match", "zoom", "pan",
+NEEDS_BROWSE = frozenset({"modules", "memory", "goto", "cycle_grouping", "scope", "whole", "jump", "mark", "next_match", "zoom", "pan",
                           "zoom_selection", "timeline_size"})
+NEEDS_ANALYSES = frozenset({"health", "overview"})  # stage 3 (model.Analyses)
 
 NOISE_KEYS = (("C", "memcpy"), ("S", "memset"), ("R", "runtime"), ("O", "cpu_op"), ("A", "annotation"), ("M", "memory"))
 
@@ -104,19 +105,30 @@ class BrowserKeys(Screen):
     ]
 
     def run_deferred(self) -> None:
-        """Run the actions pressed before the second stage, in order (set_browse calls it)."""
+        """Run the actions pressed before the stage they need, in order (set_browse and set_analyses call it):
+        from one that still waits (o before stage 3) on, each waits."""
         actions, self._deferred = getattr(self, "_deferred", []), []
-        for name, args in actions:
+        for at, (name, args) in enumerate(actions):
+            if self._deferred:
+                self._deferred.extend(actions[at:])
+                return
             getattr(self, f"action_{name}")(*args)
 
     def _defer(self, name: str, *args) -> bool:
-        """True (and kept for later) when the action needs the second stage and it is not there yet."""
-        if self.browse is not None or name not in NEEDS_BROWSE:
+        """True (and kept for later) when the action needs a stage that is not there yet, or an earlier
+        action still waits."""
+        waiting = getattr(self, "_deferred", None)
+        if not waiting and not self._stage_missing(name):
             return False
-        if not hasattr(self, "_deferred"):
-            self._deferred = []
-        self._deferred.append((name, args))
+        if waiting is None:
+            self._deferred = waiting = []
+        waiting.append((name, args))
         return True
+
+    def _stage_missing(self, name: str) -> bool:
+        if name in NEEDS_ANALYSES:
+            return self.browse is None or self.browse.analyses is None
+        return name in NEEDS_BROWSE and self.browse is None
 
     def key_sections(self) -> list:
         timeline_keys = [b for b in Timeline.BINDINGS if b.key.split(",")[0] in ("left", "right", "up", "down", "enter")]
@@ -240,8 +252,9 @@ class BrowserKeys(Screen):
                 self.remember()
                 self.scope_to(numbers.index(step))
 
-        self.app.push_screen(self._kept_screen("overview", lambda: OverviewScreen(self.browse.overview,
-                                                                                 self.browse.findings)), scoped)
+        analyses = self.browse.analyses
+        self.app.push_screen(self._kept_screen("overview", lambda: OverviewScreen(analyses.overview,
+                                                                                 analyses.findings)), scoped)
 
     def action_memory(self) -> None:
         """u: where the GPU memory goes (analysis/memory.py)."""
@@ -263,7 +276,7 @@ class BrowserKeys(Screen):
         """H: the trace's health report, whole."""
         if self._defer("health"):
             return
-        self.app.push_screen(HealthScreen([(self.kernels.trace.meta.path, self.browse.health)]))
+        self.app.push_screen(HealthScreen([(self.kernels.trace.meta.path, self.browse.analyses.health)]))
 
     def action_cycle_grouping(self) -> None:
         if self._defer("cycle_grouping"):
@@ -493,7 +506,9 @@ class BrowserKeys(Screen):
         elif scope.is_range and self.browse is not None:
             from kerneltui.analysis.explore.ranges import range_totals
 
-            totals = range_totals(self.kernels.trace, scope.start, scope.end, self.keep, self.browse.traffic)
+            analyses = self.browse.analyses  # before stage 3: kernels' bytes unknown, memcpy and memset's known
+            totals = range_totals(self.kernels.trace, scope.start, scope.end, self.keep,
+                                  analyses.traffic if analyses is not None else None)
             line.update(status.range_line(totals, self.kernels.origin))
             line.display = True
         else:
