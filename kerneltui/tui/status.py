@@ -163,8 +163,9 @@ def cpu_range_line(found, start: int, end: int) -> Text:
     return text
 
 
-def range_line(totals, origin: int) -> Text:
-    """The selected range's totals on two lines: span, busy GPU, launches, bytes; then the top kernels (times clipped)."""
+def range_line(totals, origin: int, bytes_pending: bool = False) -> Text:
+    """The selected range's totals on two lines: span, busy GPU, launches, bytes ("…" while ``bytes_pending``:
+    the kernels' come with the analyses); then the top kernels (times clipped)."""
     t = totals
     span = t.end - t.start
     text = Text(no_wrap=True, overflow="ellipsis")
@@ -172,7 +173,9 @@ def range_line(totals, origin: int) -> Text:
     busy = fmt_share(t.busy_ns / span) if span else "–"
     text.append(f" · GPU busy {fmt_ns(t.busy_ns)} ({busy}) · {plural(t.launches, 'launch')}"
                 f" ({t.kernels:,} kernel{'s' if t.kernels != 1 else ''})")
-    if t.bytes_unknown and not t.bytes:
+    if bytes_pending:
+        text.append(" · bytes …")
+    elif t.bytes_unknown and not t.bytes:
         text.append(" · bytes unknown")
     else:
         text.append(f" · {fmt_bytes(t.bytes)}" + (f" (+{t.bytes_unknown:,} unknown)" if t.bytes_unknown else ""))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from contextlib import asynccontextmanager
 
 import pytest
 
@@ -13,16 +14,19 @@ from kerneltui.tui import app as app_module
 from kerneltui.tui import loading_app
 from kerneltui.tui.app import build_app
 from kerneltui.tui.messages import BrowseReady, KernelsReady, LoadProgress
+from kerneltui.tui.query import Scope
 from kerneltui.tui.screens.browser import BrowserScreen
+from kerneltui.tui.screens.health import HealthScreen
 from kerneltui.tui.screens.loading import LoadingScreen
 from kerneltui.tui.screens.overview import OverviewScreen
 from kerneltui.tui.widgets.details import DetailsPane
 from kerneltui.tui.widgets.timeline import Timeline
-from tests.conftest import PROJECT_TRACES, shared_trace
+from tests.conftest import PROJECT_TRACES, external_trace, shared_trace
 from tests.tui.helpers import opened, screen_text, settle
 
 EAGER = PROJECT_TRACES / "add_relu_1M_eager.json.gz"
 GPT = shared_trace("gpt_train_eager")
+DAMAGED = external_trace("kineto__tb_resnet50_nw0_worker0_2021early.pt.trace.json.gz")  # its health line shows
 
 
 def cli_message(path) -> str:
@@ -130,9 +134,9 @@ async def test_kernel_table_shows_before_the_second_stage(monkeypatch):
         assert drawn[0].startswith("span ") and any(line.startswith("GPU0 s7") for line in drawn)
 
 
-async def test_the_timeline_launch_list_and_search_come_before_the_analyses(monkeypatch):
-    """Stage 3 (the header's figures, health, o and H, bytes) comes after the browser works: until then the
-    header and the details' bytes say "…", and o and H wait for it, in the order pressed."""
+@asynccontextmanager
+async def analyses_held(monkeypatch, path, size=(120, 40)):
+    """The app with stage 2 in and stage 3 (build_analyses) held until the Event yielded is set."""
     release = threading.Event()
     real = app_module.build_analyses
 
@@ -141,13 +145,21 @@ async def test_the_timeline_launch_list_and_search_come_before_the_analyses(monk
         return real(trace)
 
     monkeypatch.setattr(app_module, "build_analyses", slow_analyses)
-    app = build_app(str(GPT))
-    async with app.run_test(size=(120, 40)) as pilot:
+    app = build_app(str(path))
+    async with app.run_test(size=size) as pilot:
         for _ in range(300):
             await pilot.pause(0.02)
             if isinstance(app.screen, BrowserScreen) and app.screen.browse is not None:
                 break
         await pilot.pause()
+        yield app, pilot, release
+        release.set()
+
+
+async def test_the_timeline_launch_list_and_search_come_before_the_analyses(monkeypatch):
+    """Stage 3 (the header's figures, health, o and H, bytes) comes after the browser works: until then the
+    header, the details' bytes and a range's bytes say "…"; then each shows its figure."""
+    async with analyses_held(monkeypatch, GPT) as (app, pilot, release):
         screen = app.screen
         assert screen.browse.analyses is None
         header = str(screen.query_one("#header").render())
@@ -155,19 +167,51 @@ async def test_the_timeline_launch_list_and_search_come_before_the_analyses(monk
         drawn = screen_text(screen.query_one(Timeline))
         assert not any("drawing the timeline" in line for line in drawn)
         assert any(line.startswith("GPU0 s7") for line in drawn)
-        assert screen.query_one(DetailsPane).details.value("bytes") == "…"
-        assert screen.query_one(DetailsPane).details.value("source") != "…"  # stage 2's
+        details = screen.query_one(DetailsPane)
+        assert details.details.value("bytes") == "…"
+        assert details.details.value("source") != "…"  # stage 2's
+        start = int(screen.kernels.trace.gpu["ts"].min())
+        screen.set_query(scope=Scope(start=start, end=start + 10**7))
+        screen._show_range()
+        first_line = str(screen.query_one("#range").render()).splitlines()[0]
+        assert first_line.endswith(" · 271 launches (236 kernels) · bytes …")
         await pilot.press("slash", "a", "t", "e", "n", "enter")  # the search works
         assert screen.query_state.pattern == "aten" and screen.query_one("#kernels").row_count() > 0
-        await pilot.press("o", "right_square_bracket")
-        assert app.screen is screen and screen.query_state.scope.iteration is None  # both wait, ] behind o
         release.set()
         await settle(app, pilot)
-        assert isinstance(app.screen, OverviewScreen)
-        assert screen.query_state.scope.iteration == 0
         header = str(screen.query_one("#header").render())
         assert "busy" in header and " · … · " not in header
-        assert screen.query_one(DetailsPane).details.value("bytes") not in ("…", None)
+        assert details.details.value("bytes") == "201.3 MB (eager)"  # the selection's, shown again
+        first_line = str(screen.query_one("#range").render()).splitlines()[0]
+        assert first_line.endswith(" · 271 launches (236 kernels) · 5.5 GB (+5 unknown)")
+
+
+async def test_o_and_h_wait_for_the_analyses_in_the_order_pressed_each_screen_once(monkeypatch):
+    """H, o, o, ] before stage 3: once it is in, the health report, then the overview over it (once), then
+    the step scope; ] (which needs only stage 2) waited behind them."""
+    async with analyses_held(monkeypatch, GPT) as (app, pilot, release):
+        screen = app.screen
+        await pilot.press("H", "o", "o", "right_square_bracket")
+        assert app.screen is screen and screen.query_state.scope.iteration is None
+        release.set()
+        await settle(app, pilot)
+        assert [type(s) for s in app.screen_stack[-3:]] == [BrowserScreen, HealthScreen, OverviewScreen]
+        assert sum(isinstance(s, OverviewScreen) for s in app.screen_stack) == 1
+        assert screen.query_state.scope.iteration == 0
+
+
+async def test_a_damaged_traces_health_line_is_laid_out_when_the_analyses_come(monkeypatch):
+    """The health line (a row) arrives with stage 3: the layout gives it its row then, as a fresh layout
+    would, not at the next key."""
+    async with analyses_held(monkeypatch, DAMAGED, size=(120, 35)) as (app, pilot, release):
+        screen = app.screen
+        assert not screen.query_one("#health").display
+        release.set()
+        await settle(app, pilot)
+        assert screen.query_one("#health").display
+        kept = screen._layout
+        screen.fit_layout()
+        assert screen._layout == kept
 
 
 async def test_the_second_stage_starts_once_the_table_is_drawn(monkeypatch):

@@ -270,7 +270,7 @@ def test_an_error_in_the_launches_sources_is_raised_by_build_browse(monkeypatch)
         build_browse(build_kernels(load_trace(shared_trace("gpt_train_eager"), cache=False)))
 
 
-@pytest.mark.parametrize("part", ["attribute", "overview", "summarize"])
+@pytest.mark.parametrize("part", ["attribute", "overview", "summarize", "trace_health"])
 def test_an_error_on_a_stages_second_thread_is_raised_by_the_stage(monkeypatch, part):
     """The attribution's by build_browse, the step split's and the summary's by build_analyses."""
     from kerneltui.tui import model
@@ -283,6 +283,59 @@ def test_an_error_on_a_stages_second_thread_is_raised_by_the_stage(monkeypatch, 
     with pytest.raises(RuntimeError, match=f"{part} failed"):
         build_browse(kernels)
         model.build_analyses(kernels.trace)
+
+
+def test_sources_failing_on_the_second_thread_alone_end_the_stage_with_its_error(monkeypatch):
+    """The second thread's sources fail (say memory ran short while both threads allocated) and this
+    one's, asked again, succeed: build_browse raises the error, and does not wait for good for an
+    attribution the second thread never made."""
+    import threading
+
+    from kerneltui.trace import model as trace_model
+
+    real = trace_model.sources
+
+    def fails_on_the_second_thread(trace, frame):
+        if threading.current_thread().name == "kerneltui-browse":
+            raise MemoryError("sources failed")
+        return real(trace, frame)
+
+    monkeypatch.setattr(trace_model, "sources", fails_on_the_second_thread)
+    kernels = build_kernels(load_trace(shared_trace("gpt_train_eager"), cache=False))
+    raised = []
+
+    def build():
+        try:
+            build_browse(kernels)
+        except MemoryError as exc:
+            raised.append(exc)
+
+    worker = threading.Thread(target=build, daemon=True)
+    worker.start()
+    worker.join(30)
+    assert not worker.is_alive() and [str(e) for e in raised] == ["sources failed"]
+
+
+def test_the_attribution_is_made_once_on_the_second_thread_before_the_groupings_read_it(monkeypatch):
+    """The groupings (this thread) wait for the attribution the second thread makes: made once, there,
+    however long it takes."""
+    import threading
+    import time
+
+    from kerneltui.analysis import attribution
+
+    made = []
+    real = attribution._attribute
+
+    def slow(trace):
+        made.append(threading.current_thread().name)
+        time.sleep(0.3)  # this thread reaches the groupings long before
+        return real(trace)
+
+    monkeypatch.setattr(attribution, "_attribute", slow)
+    browse = build_browse(build_kernels(load_trace(shared_trace("gpt_train_eager"), cache=False)))
+    assert made == ["kerneltui-browse"]
+    assert browse.modules is not None and len(browse.context.modules) > 20
 
 
 def test_with_memory_short_each_stage_runs_one_part_at_a_time_on_the_loading_thread(monkeypatch):

@@ -450,3 +450,33 @@ async def test_a_ranks_browser_takes_its_analyses_under_a_help_screen_too(job_di
         await pilot.press("escape")
         assert app.screen is browser
         assert "busy" in text(app, "#header") and " · … · " not in text(app, "#header")
+
+
+async def test_a_ranks_browser_takes_its_second_stage_under_a_help_screen_too(job_dir, monkeypatch):
+    """Stage 2 reaches the rank's browser though a help screen is over it (it was dropped: the browser
+    then never drew its timeline, and kept its analyses for a stage 2 that never came)."""
+    import threading
+
+    from kerneltui.tui import app as app_module
+
+    release = threading.Event()
+    real = app_module.build_browse
+    monkeypatch.setattr(app_module, "build_browse", lambda kernels: release.wait(10) and real(kernels))
+    async with opened([job_dir]) as (app, pilot):
+        await pilot.press("enter")
+        for _ in range(300):
+            await pilot.pause(0.02)
+            if isinstance(app.screen, RankBrowserScreen):
+                break
+        browser = app.screen
+        assert browser.browse is None
+        await pilot.press("question_mark")
+        assert isinstance(app.screen, HelpScreen)
+        release.set()
+        for _ in range(300):
+            await pilot.pause(0.02)
+            if browser.browse is not None and browser.browse.analyses is not None:
+                break
+        await pilot.press("escape")
+        assert app.screen is browser and browser.browse.analyses is not None
+        assert "busy" in text(app, "#header")

@@ -130,16 +130,24 @@ class RanksApp(LoadingApp):
             self.notify(printable(warning), title="trace", severity="warning", timeout=8, markup=False)
 
     def on_browse_ready(self, message: BrowseReady) -> None:
-        screen = self.screen
-        if isinstance(screen, RankBrowserScreen) and screen.browse is None:
+        screen = self._rank_browser(message.browse.kernels.trace)
+        if screen is not None and screen.browse is None:
             screen.set_browse(message.browse)
             gc.freeze()  # as KernelTuiApp: the trace's objects stay out of full collections while shown
 
     def on_analyses_ready(self, message: AnalysesReady) -> None:
-        for screen in self.screen_stack:  # under a help or module screen as well
-            if isinstance(screen, RankBrowserScreen) and screen.kernels.trace is message.trace:
-                screen.set_analyses(message.analyses)
-                gc.freeze()
+        screen = self._rank_browser(message.trace)
+        if screen is not None:
+            screen.set_analyses(message.analyses)
+            gc.freeze()
+
+    def _rank_browser(self, trace) -> RankBrowserScreen | None:
+        """The browser of this trace's rank, under a help or module screen as well (another rank's
+        stage, posted before its worker was cancelled, finds none)."""
+        for screen in self.screen_stack:
+            if isinstance(screen, RankBrowserScreen) and screen.kernels.trace is trace:
+                return screen
+        return None
 
     def on_rank_failed(self, message: RankFailed) -> None:
         if isinstance(self.screen, RankLoadingScreen):

@@ -161,9 +161,11 @@ class BrowserScreen(BrowserKeys):
             return
         self.browse = replace(self.browse, analyses=analyses)
         self.query_one("#header", Static).update(status.header(self.kernels, self.browse, self.size.width))
-        self._show_health()
+        self._show_health()  # a damaged trace's line: a row the layout gives
         if self.query_state.scope.is_range:
-            self._show_range()  # its bytes, known now
+            self._show_range()  # its bytes, known now (it lays out again)
+        else:
+            self.fit_layout()
         self._show_details()
         self.run_deferred()
 

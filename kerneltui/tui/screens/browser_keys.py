@@ -39,6 +39,7 @@ from kerneltui.units import fmt_ns
 NEEDS_BROWSE = frozenset({"modules", "memory", "goto", "cycle_grouping", "scope", "whole", "jump", "mark", "next_match", "zoom", "pan",
                           "zoom_selection", "timeline_size"})
 NEEDS_ANALYSES = frozenset({"health", "overview"})  # stage 3 (model.Analyses)
+OPENS_A_SCREEN = frozenset({"health", "overview", "memory", "modules"})  # pressed twice while waiting: once
 
 NOISE_KEYS = (("C", "memcpy"), ("S", "memset"), ("R", "runtime"), ("O", "cpu_op"), ("A", "annotation"), ("M", "memory"))
 
@@ -116,12 +117,17 @@ class BrowserKeys(Screen):
 
     def _defer(self, name: str, *args) -> bool:
         """True (and kept for later) when the action needs a stage that is not there yet, or an earlier
-        action still waits."""
+        action still waits. A screen asked for again while it waits is asked for once."""
         waiting = getattr(self, "_deferred", None)
         if not waiting and not self._stage_missing(name):
             return False
         if waiting is None:
             self._deferred = waiting = []
+        if name in OPENS_A_SCREEN and (name, args) in waiting:
+            return True
+        if name in NEEDS_ANALYSES and not any(n in NEEDS_ANALYSES for n, _ in waiting):
+            self.notify(f"{'the overview' if name == 'overview' else 'the health report'} opens once the "
+                        "whole-trace analyses are in (the header's \"…\")", timeout=3)
         waiting.append((name, args))
         return True
 
@@ -506,10 +512,10 @@ class BrowserKeys(Screen):
         elif scope.is_range and self.browse is not None:
             from kerneltui.analysis.explore.ranges import range_totals
 
-            analyses = self.browse.analyses  # before stage 3: kernels' bytes unknown, memcpy and memset's known
+            analyses = self.browse.analyses  # before stage 3 the kernels' bytes are not known yet: "…"
             totals = range_totals(self.kernels.trace, scope.start, scope.end, self.keep,
                                   analyses.traffic if analyses is not None else None)
-            line.update(status.range_line(totals, self.kernels.origin))
+            line.update(status.range_line(totals, self.kernels.origin, bytes_pending=analyses is None))
             line.display = True
         else:
             line.display = False
