@@ -193,15 +193,23 @@ def containing_span(span_starts: np.ndarray, span_ends: np.ndarray, t: np.ndarra
 
 
 def union_runs(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The disjoint runs, in time order, that intervals cover together."""
+    """The disjoint runs, in time order, that intervals cover together.
+
+    Intervals already in time order (a trace's ops mostly are) are read where they are: no sort and
+    no sorted copies (the overview's million CPU ops at 1 GB: 39 MB of scratch, now 18)."""
     if len(starts) == 0:
         return np.empty(0, np.int64), np.empty(0, np.int64)
-    order = np.argsort(starts, kind="stable")
-    s, e = starts[order], ends[order]
+    if bool((starts[1:] >= starts[:-1]).all()):
+        s, e = starts, ends  # what a stable sort would give
+    else:
+        order = np.argsort(starts, kind="stable")
+        s, e = starts[order], ends[order]
+        del order
     reach = np.maximum.accumulate(e)
     new_run = np.empty(len(s), bool)
     new_run[0] = True
-    new_run[1:] = s[1:] > reach[:-1]
+    np.greater(s[1:], reach[:-1], out=new_run[1:])
+    del reach
     return s[new_run], np.maximum.reduceat(e, np.flatnonzero(new_run))
 
 

@@ -108,3 +108,43 @@ def test_innermost_finds_the_tightest_op_around_each_time():
     found = innermost(np.concatenate([starts, pad]), np.concatenate([ends, pad]), t)
     assert found.tolist() == [2, 1, 3, 4, -1, 5, 5, -1]
 
+
+
+def _union_by_hand(starts, ends) -> list[tuple[int, int]]:
+    """The maximal runs the intervals cover, touching ones joined, walked one interval at a time."""
+    runs: list[list[int]] = []
+    for s, e in sorted(zip(starts.tolist(), ends.tolist()), key=lambda x: x[0]):
+        if runs and s <= runs[-1][1]:
+            runs[-1][1] = max(runs[-1][1], e)
+        else:
+            runs.append([s, e])
+    return [tuple(r) for r in runs]
+
+
+@pytest.mark.parametrize("in_time_order", [True, False])
+def test_union_runs_in_or_out_of_time_order_are_the_runs_walked_by_hand(in_time_order):
+    """Intervals already in time order are read where they are (no sort): the same runs either way."""
+    rng = np.random.default_rng(11)
+    for _ in range(400):
+        n = int(rng.integers(1, 40))
+        starts = rng.integers(0, 30, n)
+        if in_time_order:
+            starts = np.sort(starts)
+        ends = starts + rng.integers(0, 6, n)
+        run_s, run_e = intervals.union_runs(starts, ends)
+        assert list(zip(run_s.tolist(), run_e.tolist())) == _union_by_hand(starts, ends), (starts, ends)
+
+
+def test_union_runs_of_the_runs_is_the_union():
+    """The overview joins each category's own runs to the union so far: the same runs as its intervals."""
+    rng = np.random.default_rng(5)
+    for _ in range(300):
+        a_s = rng.integers(0, 50, 20)
+        a_e = a_s + rng.integers(0, 8, 20)
+        b_s = rng.integers(0, 50, 30)
+        b_e = b_s + rng.integers(0, 8, 30)
+        run_s, run_e = intervals.union_runs(a_s, a_e)
+        own_s, own_e = intervals.union_runs(b_s, b_e)
+        joined = intervals.union_runs(np.concatenate([run_s, own_s]), np.concatenate([run_e, own_e]))
+        whole = intervals.union_runs(np.concatenate([run_s, b_s]), np.concatenate([run_e, b_e]))
+        assert all(np.array_equal(x, y) for x, y in zip(joined, whole))

@@ -328,3 +328,20 @@ def test_twenty_thousand_nested_ops_on_one_thread(tmp_path):
     assert trace.top_level_ops().tolist() == [0]
     assert s.cpu_ns == 10 * n * 1000
     assert len(trace.ancestors(int(g["launch_row"].iat[0]))) == n
+
+
+@pytest.mark.parametrize("name", ["gpt_train_eager", "resnet18_train_compiled", "mlp_bf16_eager"])
+def test_top_level_ops_read_from_built_op_stacks_are_depth_by_groups(name):
+    """Once every thread's op stack is built (the browser builds them), top_level_ops reads them: the
+    same rows, in the same order, as from depth_by_group over all threads."""
+    from tests.conftest import shared_trace
+
+    trace = load_trace(shared_trace(name), cache=False)
+    by_group = trace.top_level_ops()
+    assert trace._built_op_stacks() is None  # nothing built yet: depth_by_group's
+    for lane in trace.cpu_lanes():
+        trace.op_stack(lane)
+    assert trace._built_op_stacks() is not None
+    from_stacks = trace.top_level_ops()
+    assert len(by_group) > 10 and by_group.dtype == from_stacks.dtype == np.int64
+    assert np.array_equal(from_stacks, by_group)
