@@ -102,16 +102,22 @@ async def test_progress_messages_are_posted_from_the_worker():
     assert [m.fraction for m in posted if isinstance(m, LoadProgress)][-1] == 1.0
 
 
+def hold(monkeypatch, stage: str) -> threading.Event:
+    """``app_module.<stage>`` (build_browse, build_analyses) held until the Event returned is set."""
+    release = threading.Event()
+    real = getattr(app_module, stage)
+
+    def held(arg):
+        release.wait(10)
+        return real(arg)
+
+    monkeypatch.setattr(app_module, stage, held)
+    return release
+
+
 async def test_kernel_table_shows_before_the_second_stage(monkeypatch):
     """The first screen does not wait for lanes, traffic and sources."""
-    release = threading.Event()
-    real = app_module.build_browse
-
-    def slow_browse(kernels):
-        release.wait(10)
-        return real(kernels)
-
-    monkeypatch.setattr(app_module, "build_browse", slow_browse)
+    release = hold(monkeypatch, "build_browse")
     app = build_app(str(EAGER))
     async with app.run_test() as pilot:
         for _ in range(100):
@@ -137,14 +143,7 @@ async def test_kernel_table_shows_before_the_second_stage(monkeypatch):
 @asynccontextmanager
 async def analyses_held(monkeypatch, path, size=(120, 40)):
     """The app with stage 2 in and stage 3 (build_analyses) held until the Event yielded is set."""
-    release = threading.Event()
-    real = app_module.build_analyses
-
-    def slow_analyses(trace):
-        release.wait(10)
-        return real(trace)
-
-    monkeypatch.setattr(app_module, "build_analyses", slow_analyses)
+    release = hold(monkeypatch, "build_analyses")
     app = build_app(str(path))
     async with app.run_test(size=size) as pilot:
         for _ in range(300):

@@ -19,7 +19,11 @@ from kerneltui import ranks_report
 from kerneltui.analysis.ranks.job import summarize_job
 from kerneltui.tui import status
 from kerneltui.tui.ranks.app import RanksProgress, build_ranks_app
-from kerneltui.tui.ranks.browser import JobLoadingScreen, RankBrowserScreen, RankLoadingScreen
+from kerneltui.tui.ranks.browser import (
+    JobLoadingScreen,
+    RankBrowserScreen,
+    RankLoadingScreen,
+)
 from kerneltui.tui.ranks.lanes import RankLanes
 from kerneltui.tui.ranks.layout import ranks_layout
 from kerneltui.tui.ranks.paint import interval_shares, profile_shares
@@ -422,54 +426,24 @@ def test_ranks_screen_snapshot(snap_compare, relative_job, size):
     assert snap_compare(build_ranks_app([relative_job]), terminal_size=size, run_before=loaded)
 
 
-async def test_a_ranks_browser_takes_its_analyses_under_a_help_screen_too(job_dir, monkeypatch):
-    """Stage 3 (the header's figures) reaches the rank's browser though a help screen is over it."""
-    import threading
+@pytest.mark.parametrize("stage", ["build_browse", "build_analyses"])
+async def test_a_ranks_browser_takes_its_stages_under_a_help_screen_too(job_dir, monkeypatch, stage):
+    """Stage 2 (the timeline) and stage 3 (the header's figures) reach the rank's browser though a help
+    screen is over it (stage 2 was dropped: the browser then never drew its timeline, and kept its
+    analyses for a stage 2 that never came)."""
+    from tests.tui.test_loading import hold
 
-    from kerneltui.tui import app as app_module
-
-    release = threading.Event()
-    real = app_module.build_analyses
-    monkeypatch.setattr(app_module, "build_analyses", lambda trace: release.wait(10) and real(trace))
+    release = hold(monkeypatch, stage)
     async with opened([job_dir]) as (app, pilot):
         await pilot.press("enter")
         for _ in range(300):
             await pilot.pause(0.02)
-            if isinstance(app.screen, RankBrowserScreen) and app.screen.browse is not None:
+            screen = app.screen
+            if isinstance(screen, RankBrowserScreen) and (stage == "build_browse" or screen.browse is not None):
                 break
         browser = app.screen
-        assert browser.browse.analyses is None
+        assert (browser.browse is None) if stage == "build_browse" else (browser.browse.analyses is None)
         assert " · … · " in text(app, "#header") and "busy" not in text(app, "#header")
-        await pilot.press("question_mark")
-        assert isinstance(app.screen, HelpScreen)
-        release.set()
-        for _ in range(300):
-            await pilot.pause(0.02)
-            if browser.browse.analyses is not None:
-                break
-        await pilot.press("escape")
-        assert app.screen is browser
-        assert "busy" in text(app, "#header") and " · … · " not in text(app, "#header")
-
-
-async def test_a_ranks_browser_takes_its_second_stage_under_a_help_screen_too(job_dir, monkeypatch):
-    """Stage 2 reaches the rank's browser though a help screen is over it (it was dropped: the browser
-    then never drew its timeline, and kept its analyses for a stage 2 that never came)."""
-    import threading
-
-    from kerneltui.tui import app as app_module
-
-    release = threading.Event()
-    real = app_module.build_browse
-    monkeypatch.setattr(app_module, "build_browse", lambda kernels: release.wait(10) and real(kernels))
-    async with opened([job_dir]) as (app, pilot):
-        await pilot.press("enter")
-        for _ in range(300):
-            await pilot.pause(0.02)
-            if isinstance(app.screen, RankBrowserScreen):
-                break
-        browser = app.screen
-        assert browser.browse is None
         await pilot.press("question_mark")
         assert isinstance(app.screen, HelpScreen)
         release.set()
@@ -479,4 +453,4 @@ async def test_a_ranks_browser_takes_its_second_stage_under_a_help_screen_too(jo
                 break
         await pilot.press("escape")
         assert app.screen is browser and browser.browse.analyses is not None
-        assert "busy" in text(app, "#header")
+        assert "busy" in text(app, "#header") and " · … · " not in text(app, "#header")
