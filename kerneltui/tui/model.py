@@ -210,7 +210,7 @@ def build_browse(kernels: Kernels) -> Browse:
     one's launch context waits for, then the attribution (0.42 s), which the groupings wait for, then
     the timeline's parts; this one the noise rows, the op stacks, the launch context, the memory
     table, the groupings and the search. The analyses come after (build_analyses): at 1 GB, in one
-    process, this stage took 1.21 s with them, 0.85-0.98 s without."""
+    process, this stage took 1.21 s with them, 0.80-0.98 s without."""
     trace = kernels.trace
     g = trace.gpu
     trace.window, trace.name_codes  # noqa: B018 - computed and cached now
