@@ -60,29 +60,25 @@ def first_screen(path: Path, env: dict[str, str], timeout: float = 120, entry_in
                f"{shlex.quote(sys.executable)} -m kerneltui open {shlex.quote(str(path))}; sleep 30")
     start = time.perf_counter()
     subprocess.run(["tmux", "new-session", "-d", "-s", name, "-x", "120", "-y", "40", command], check=True)
+
+    def seconds_until(done, what: str, poll: float = 0.02) -> float:
+        while not done():
+            if time.perf_counter() - start > timeout:
+                raise SystemExit(f"{path.name}: no {what} within {timeout:.0f} s")
+            time.sleep(poll)
+        return time.perf_counter() - start
+
     try:
         while time.perf_counter() - start < timeout:
             if READY in pane(name):
                 seconds = time.perf_counter() - start
                 if live is not None:
                     subprocess.run(["tmux", "send-keys", "-t", name, "?"], check=True)
-                    while HELP not in pane(name):
-                        if time.perf_counter() - start > timeout:
-                            raise SystemExit(f"{path.name}: no answer to a key within {timeout:.0f} s")
-                        time.sleep(0.01)
-                    live.append(time.perf_counter() - start)
-                while everything is not None and WAITING in pane(name):
-                    if time.perf_counter() - start > timeout:
-                        raise SystemExit(f"{path.name}: no timeline within {timeout:.0f} s")
-                    time.sleep(0.02)
+                    live.append(seconds_until(lambda: HELP in pane(name), "answer to a key", poll=0.01))
                 if everything is not None:
-                    everything.append(time.perf_counter() - start)
-                while analysed is not None and ANALYSED not in pane(name).split("\n", 1)[0]:
-                    if time.perf_counter() - start > timeout:
-                        raise SystemExit(f"{path.name}: no analyses within {timeout:.0f} s")
-                    time.sleep(0.02)
+                    everything.append(seconds_until(lambda: WAITING not in pane(name), "timeline"))
                 if analysed is not None:
-                    analysed.append(time.perf_counter() - start)
+                    analysed.append(seconds_until(lambda: ANALYSED in pane(name).split("\n", 1)[0], "analyses"))
                 while entry_in is not None and not (written(entry_in) and written(entry_in, SCREEN_SUFFIX)):
                     if time.perf_counter() - start > timeout:
                         break

@@ -208,7 +208,7 @@ async def run(path: Path, size: tuple[int, int], repeat: int, only: str = "", pr
             if first is None and isinstance(screen, BrowserScreen):
                 first = time.perf_counter() - t0
             if isinstance(screen, BrowserScreen) and screen.browse is not None and screen.browse.analyses is not None:
-                break  # all three stages in: no key is timed beside the analyses' threads
+                break  # all three stages in: no key is timed beside the analyses
         full = time.perf_counter() - t0
         trace = screen.kernels.trace
         print(f"trace: {len(trace.gpu):,} GPU events, {len(trace.events):,} events; "

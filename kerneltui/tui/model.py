@@ -286,7 +286,7 @@ def _other_half(trace: Trace, with_sources: bool, sources_made: threading.Event,
 
 def build_analyses(trace: Trace) -> Analyses:
     """Stage 3, one analysis after another on this thread: their scratch on top of all that stage 2 keeps
-    sets the browser's peak memory. At 1 GB: 0.45 s, and a peak of 0.83x the JSON (0.81x before the
+    sets the browser's peak memory. At 1 GB: 0.45 s, and a peak of 0.81-0.82x the JSON (0.81x before the
     stages split); on two threads it took 0.33 s, at 0.85-0.86x."""
     steps = overview(trace)
     summary = summarize(trace)

@@ -131,8 +131,7 @@ class BrowserScreen(BrowserKeys):
     def set_browse(self, browse: Browse) -> None:
         """Stage 2 arrived: timeline, launch list, search over everything, full details."""
         self.browse = browse
-        self.query_one("#header", Static).update(status.header(self.kernels, browse, self.size.width))
-        self._show_health()
+        self._show_header()
         self.query_one(LaunchList).set_source(self.kernels, browse)
         timeline = self.query_one(Timeline)
         timeline.set_steps(*browse.step_spans, step_of_id=self.kernels.trace.gpu["iteration"].to_numpy())
@@ -160,8 +159,7 @@ class BrowserScreen(BrowserKeys):
         if self.browse.analyses is not None:
             return
         self.browse = replace(self.browse, analyses=analyses)
-        self.query_one("#header", Static).update(status.header(self.kernels, self.browse, self.size.width))
-        self._show_health()  # a damaged trace's line: a row the layout gives
+        self._show_header()  # with a damaged trace's line: a row the layout gives
         if self.query_state.scope.is_range:
             self._show_range()  # its bytes, known now (it lays out again)
         else:
@@ -171,13 +169,15 @@ class BrowserScreen(BrowserKeys):
 
     def on_resize(self) -> None:
         forget_width(self.query_one("#counts", Static))  # its room is the new width's
-        self.query_one("#header", Static).update(status.header(self.kernels, self.browse, self.size.width))
-        self._show_health()
+        self._show_header()
         self.fit_layout()
 
-    def _show_health(self) -> None:
-        """A damaged trace's health line under the header (a sound one says "healthy" in it, where it fits)."""
-        health = self.browse.analyses.health if self.browse is not None and self.browse.analyses else None
+    def _show_header(self) -> None:
+        """The header, and under it a damaged trace's health line (a sound one says "healthy" in the header,
+        where it fits)."""
+        self.query_one("#header", Static).update(status.header(self.kernels, self.browse, self.size.width))
+        analyses = self.browse.analyses if self.browse is not None else None
+        health = analyses.health if analyses is not None else None
         line = self.query_one("#health", Static)
         line.display = health is not None and not health.ok
         if line.display:
