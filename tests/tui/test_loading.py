@@ -199,6 +199,32 @@ async def test_o_and_h_wait_for_the_analyses_in_the_order_pressed_each_screen_on
         assert screen.query_state.scope.iteration == 0
 
 
+async def test_o_pressed_before_stage_two_says_once_that_it_waits(monkeypatch):
+    """o in stage 1 waits for stage 2, then for stage 3: the note that it waits is said once, with the
+    browser up, and the overview opens once the analyses are in."""
+    browse, analyses = hold(monkeypatch, "build_browse"), hold(monkeypatch, "build_analyses")
+    app = build_app(str(GPT))
+    async with app.run_test(size=(120, 40)) as pilot:
+        for _ in range(300):
+            await pilot.pause(0.02)
+            if isinstance(app.screen, BrowserScreen) and app.screen.is_mounted:
+                break
+        screen = app.screen
+        await pilot.press("o")
+        browse.set()
+        for _ in range(300):
+            await pilot.pause(0.02)
+            if screen.browse is not None:
+                break
+        await pilot.pause()
+        notes = [n.message for n in app._notifications if "opens once" in n.message]
+        assert notes == ['the overview opens once the whole-trace analyses are in (the header\'s "…")']
+        assert app.screen is screen
+        analyses.set()
+        await settle(app, pilot)
+        assert isinstance(app.screen, OverviewScreen)
+
+
 async def test_a_damaged_traces_health_line_is_laid_out_when_the_analyses_come(monkeypatch):
     """The health line (a row) arrives with stage 3: the layout gives it its row then, as a fresh layout
     would, not at the next key."""

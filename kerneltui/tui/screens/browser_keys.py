@@ -107,12 +107,9 @@ class BrowserKeys(Screen):
 
     def run_deferred(self) -> None:
         """Run the actions pressed before the stage they need, in order (set_browse and set_analyses call it):
-        from one that still waits (o before stage 3) on, each waits."""
+        one that still waits (o before stage 3) is kept again by ``_defer``, and every one after it behind it."""
         actions, self._deferred = getattr(self, "_deferred", []), []
-        for at, (name, args) in enumerate(actions):
-            if self._deferred:
-                self._deferred.extend(actions[at:])
-                return
+        for name, args in actions:
             getattr(self, f"action_{name}")(*args)
 
     def _defer(self, name: str, *args) -> bool:
@@ -125,7 +122,8 @@ class BrowserKeys(Screen):
             self._deferred = waiting = []
         if name in OPENS_A_SCREEN and (name, args) in waiting:
             return True
-        if name in NEEDS_ANALYSES and not any(n in NEEDS_ANALYSES for n, _ in waiting):
+        if name in NEEDS_ANALYSES and self.browse is not None and not any(n in NEEDS_ANALYSES for n, _ in waiting):
+            # said once, with the browser up: kept again when stage 2 comes, it is not said twice
             self.notify(f"{'the overview' if name == 'overview' else 'the health report'} opens once the "
                         "whole-trace analyses are in (the header's \"…\")", timeout=3)
         waiting.append((name, args))
