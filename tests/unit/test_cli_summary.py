@@ -269,3 +269,21 @@ def test_numpys_blas_threads_are_one_for_the_viewer_and_left_to_the_user_and_to_
     assert threads_after("summary", trace, "--format", "csv") == "0 1"
     assert threads_after("summary", trace, "--format", "csv", OPENBLAS_NUM_THREADS="4") == "0 4"
     assert threads_after("capture", "/nonexistent/model.py") == "2 None"
+
+
+def test_commands_hand_the_gil_over_sooner_and_leave_the_interval_as_it_was(monkeypatch):
+    """The commands that read traces run with a 1 ms switch interval (the loader's thread waits less for
+    the GIL); capture runs the user's workload at Python's own; main() restores the caller's interval."""
+    from kerneltui import cli
+    from kerneltui.capture import command
+    from kerneltui.commands import summary
+
+    seen = []
+    for module in (summary, command):
+        monkeypatch.setattr(module, "run", lambda args: seen.append(sys.getswitchinterval()) or 0)
+    before = sys.getswitchinterval()
+    assert before != pytest.approx(cli.SWITCH_INTERVAL_S)
+    assert cli.main(["summary", "no-such.json"]) == 0
+    assert cli.main(["capture", "model.py"]) == 0
+    assert seen == [pytest.approx(cli.SWITCH_INTERVAL_S), before]
+    assert sys.getswitchinterval() == before
