@@ -10,6 +10,7 @@ not fresh pages). A chunk the scanner hands back is decoded by the Python path a
 
 from __future__ import annotations
 
+import mmap
 from collections import deque
 from concurrent.futures import Future
 
@@ -77,14 +78,14 @@ class ScanAhead:
 
 
 class Buffers:
-    """Reused blocks of memory for the chunks the loader cuts: a fresh 16 MB bytearray a block costs
-    its page faults every time (about 0.5 CPU-s a GB); a reused one has its pages already."""
+    """Reused blocks of memory for the chunks the loader cuts: a fresh 16 MB block a chunk costs its
+    page faults every time (about 0.5 CPU-s a GB); a reused one has its pages already."""
 
     def __init__(self):
-        self.free: list[bytearray] = []
+        self.free: list[mmap.mmap | bytearray] = []
         self.made = 0
 
-    def take(self, size: int) -> bytearray:
+    def take(self, size: int) -> mmap.mmap | bytearray:
         """A buffer at least ``size`` bytes long (longer is normal: the caller slices it)."""
         for i, buffer in enumerate(self.free):
             if len(buffer) >= size:
@@ -92,7 +93,28 @@ class Buffers:
         if self.free:
             self.free.pop()  # too short for the blocks now coming: one made to fit replaces it
         self.made += 1
-        return bytearray(size + max(size >> 4, 1 << 20))  # room for the next block's usual carry-over
+        return block_memory(size + max(size >> 4, 1 << 20))  # room for the next block's usual carry-over
 
-    def give(self, buffer: bytearray) -> None:
+    def give(self, buffer: mmap.mmap | bytearray) -> None:
         self.free.append(buffer)
+
+
+def block_memory(size: int) -> mmap.mmap | bytearray:
+    """``size`` bytes for a block, in huge pages where the system grants them on request (Linux's
+    transparent huge pages, "madvise" mode): a 17 MB bytearray is zeroed, 4 KB page by page, when made
+    (4,400 page faults; the few buffers of a 1 GB load, 17K and ~0.1 CPU-s). A fresh mapping is zero
+    already, and touched 2 MB at a time. Where there are no private anonymous mappings, a bytearray."""
+    private, anonymous = getattr(mmap, "MAP_PRIVATE", None), getattr(mmap, "MAP_ANONYMOUS", None)
+    if private is None or anonymous is None:  # (not POSIX)
+        return bytearray(size)
+    try:
+        block = mmap.mmap(-1, size, flags=private | anonymous)  # private: a shared one is shmem, never huge
+    except (OSError, ValueError):
+        return bytearray(size)
+    advise = getattr(mmap, "MADV_HUGEPAGE", None)
+    if advise is not None:
+        try:
+            block.madvise(advise)
+        except OSError:  # a kernel without transparent huge pages: 4 KB pages, still not zeroed twice
+            pass
+    return block

@@ -331,6 +331,25 @@ def test_a_load_in_place_reuses_its_buffers(monkeypatch):
     assert takers[0].made <= ahead.scan_threads() + 3
 
 
+@pytest.mark.parametrize("mappings", [True, False])
+def test_block_memory_is_zeroed_room_the_loader_can_fill_and_search(monkeypatch, mappings, tmp_path):
+    """A block's buffer: an anonymous private mapping (huge pages on request) where there are such, else a
+    bytearray; either starts zeroed, takes readinto and slices, and answers rfind as load.py asks it."""
+    import mmap
+
+    if not mappings:
+        monkeypatch.delattr(mmap, "MAP_ANONYMOUS", raising=False)
+    block = ahead.block_memory(3 << 20)
+    assert isinstance(block, mmap.mmap if mappings and sys.platform == "linux" else bytearray)
+    assert len(block) == 3 << 20 and block[: 1 << 10] == bytes(1 << 10) and block[-1] == 0
+    path = tmp_path / "t.json"
+    path.write_bytes(b'[\n  {"a": 1},\n  {"b": 2}\n]')
+    block[:3] = b"xyz"
+    with open(path, "rb", buffering=0) as f:
+        assert f.readinto(memoryview(block)[3:100]) == 26
+    assert block.rfind(b"\n  {", 0, 30) == 16 and block[0] == ord("x")
+
+
 def test_a_process_forked_after_a_load_still_loads(tmp_path, monkeypatch):
     """A fork copies the scan threads' executor but not its threads: the child must make its own."""
     monkeypatch.delenv("KERNELTUI_WORKERS", raising=False)
