@@ -65,6 +65,23 @@ def test_bytes_and_transfers_move_together(workload):
     assert d.ratios["transfers"] == pytest.approx(d.ratios["bytes"])
 
 
+def test_a_reference_tensor_of_no_bytes_gives_no_transfers_and_no_warning(monkeypatch):
+    """A record of an empty tensor (a dim of 0; a mutated trace's) is no unit to count transfers in: the
+    side's and every row's transfers are unknown, as when no tensor was recorded, and numpy says nothing."""
+    import math
+    import warnings
+
+    from kerneltui.analysis.compare import diff
+
+    monkeypatch.setattr(diff, "reference_tensor", lambda sa, sb: (0.0, "[0] f32"))
+    a, b = load_trace(shared_trace("add_relu_1M_eager")), load_trace(shared_trace("add_relu_1M_compiled"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        d = diff_traces(a, b)
+    assert math.isnan(d.a.transfers) and math.isnan(d.b.transfers)
+    assert d.matches[["a_transfers", "b_transfers"]].isna().all().all()
+
+
 def test_resnet_transfers_are_counted_in_a_tensor_both_sides_recorded():
     d = pair("resnet18_train")
     assert (d.a.reference_tensor, d.a.largest_tensor) == ("[64, 64, 64, 64] bf16", 33_554_432)
