@@ -286,3 +286,34 @@ async def test_a_whole_trace_exits_0_with_nothing_to_say():
     async with opened(EAGER) as (app, pilot):
         await pilot.press("q")
     assert app.return_code == 0 and app.after_exit_lines() == []
+
+
+@pytest.mark.parametrize("quit_during", ["build_kernels", "build_browse", "build_analyses"])
+def test_a_load_cancelled_mid_stage_posts_nothing_after_that_stage(monkeypatch, quit_during):
+    """A quit while a stage is being built (the worker cancelled): that stage and the ones after it are
+    never posted, nor built; the stages before it were."""
+    from types import SimpleNamespace
+
+    from kerneltui.tui.messages import AnalysesReady
+
+    worker = SimpleNamespace(is_cancelled=False)
+    monkeypatch.setattr(app_module, "get_current_worker", lambda: worker)
+    trace = SimpleNamespace(events=[0] * 3)
+    built = []
+
+    def stage(name, result):
+        def build(arg):
+            built.append(name)
+            worker.is_cancelled = worker.is_cancelled or name == quit_during
+            return result
+        monkeypatch.setattr(app_module, name, build)
+
+    stage("build_kernels", SimpleNamespace(trace=trace))
+    stage("build_browse", "browse")
+    stage("build_analyses", "analyses")
+    posted = []
+    app_module.post_stages(SimpleNamespace(post_message=posted.append), trace)
+    stages = ["build_kernels", "build_browse", "build_analyses"]
+    assert built == stages[: stages.index(quit_during) + 1]
+    ready = [type(m) for m in posted if isinstance(m, (KernelsReady, BrowseReady, AnalysesReady))]
+    assert ready == [KernelsReady, BrowseReady, AnalysesReady][: stages.index(quit_during)]

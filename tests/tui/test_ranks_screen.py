@@ -454,3 +454,38 @@ async def test_a_ranks_browser_takes_its_stages_under_a_help_screen_too(job_dir,
         await pilot.press("escape")
         assert app.screen is browser and browser.browse.analyses is not None
         assert "busy" in text(app, "#header") and " · … · " not in text(app, "#header")
+
+
+@pytest.mark.parametrize("stage", ["build_browse", "build_analyses"])
+async def test_a_ranks_browser_takes_no_other_ranks_stage(job_dir, monkeypatch, stage):
+    """Another rank's stage, posted by a worker that was left behind (escape, then another rank), is not
+    this browser's: it keeps waiting for its own, which it then takes."""
+    from types import SimpleNamespace
+
+    from kerneltui.tui.messages import AnalysesReady, BrowseReady
+    from tests.tui.test_loading import hold
+
+    release = hold(monkeypatch, stage)
+    async with opened([job_dir]) as (app, pilot):
+        await pilot.press("enter")
+        for _ in range(300):
+            await pilot.pause(0.02)
+            screen = app.screen
+            if isinstance(screen, RankBrowserScreen) and (stage == "build_browse" or screen.browse is not None):
+                break
+        browser = app.screen
+        other = SimpleNamespace(meta=browser.kernels.trace.meta)  # another rank's trace, as far as identity goes
+        if stage == "build_browse":
+            app.post_message(BrowseReady(SimpleNamespace(kernels=SimpleNamespace(trace=other), analyses=None)))
+        else:
+            app.post_message(AnalysesReady("another rank's analyses", other))
+        await pilot.pause(0.1)
+        assert (browser.browse is None) if stage == "build_browse" else (browser.browse.analyses is None)
+        assert " · … · " in text(app, "#header")
+        release.set()
+        for _ in range(300):
+            await pilot.pause(0.02)
+            if browser.browse is not None and browser.browse.analyses is not None:
+                break
+        assert browser.browse.kernels.trace is browser.kernels.trace
+        assert "busy" in text(app, "#header") and " · … · " not in text(app, "#header")
