@@ -23,11 +23,6 @@ SUBCOMMANDS = {
     "capture": "kerneltui.capture.command",
     "cache": "kerneltui.commands.cache",
 }
-# A thread waiting for the GIL gets it after this long at most (Python's default: 5 ms). The loader's
-# thread, which cuts the chunks the scanner's threads read without the GIL, waits on imports and
-# Textual's start; handed the GIL sooner, it keeps both cores busy: a cold 1 GB `open` shows its first
-# table ~0.07 s sooner (medians of five alternating runs, 2.00 -> 1.93 s), and is steadier
-SWITCH_INTERVAL_S = 0.001
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -67,9 +62,6 @@ def main(argv: list[str] | None = None) -> int:
         # the user's workload, whose CPU math keeps its threads. Read once, at numpy's import: where numpy
         # is in already (main() called in a program), it would only reach child processes, so it is not set
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    interval = sys.getswitchinterval()
-    if args.command != "capture":  # (the user's workload runs as it would without kerneltui)
-        sys.setswitchinterval(SWITCH_INTERVAL_S)
     try:
         return int(args._module.run(args) or 0)
     except UserError as exc:
@@ -83,5 +75,3 @@ def main(argv: list[str] | None = None) -> int:
         # `kerneltui summary ... | head` closes the pipe early; that is not an error.
         sys.stderr.close()
         return 0
-    finally:
-        sys.setswitchinterval(interval)  # main() called in a program leaves its interpreter as it was

@@ -271,19 +271,24 @@ def test_numpys_blas_threads_are_one_for_the_viewer_and_left_to_the_user_and_to_
     assert threads_after("capture", "/nonexistent/model.py") == "2 None"
 
 
-def test_commands_hand_the_gil_over_sooner_and_leave_the_interval_as_it_was(monkeypatch):
-    """The commands that read traces run with a 1 ms switch interval (the loader's thread waits less for
-    the GIL); capture runs the user's workload at Python's own; main() restores the caller's interval."""
+def test_open_hands_the_gil_over_sooner_and_leaves_the_interval_as_it_was(monkeypatch):
+    """`open` of one trace runs with a 1 ms switch interval (the loader's thread waits less for the GIL);
+    `summary` runs at Python's own; either way the caller's interval is back afterwards."""
     from kerneltui import cli
-    from kerneltui.capture import command
+    from kerneltui.commands import open as open_command
     from kerneltui.commands import summary
+    from kerneltui.tui import app as app_module
 
     seen = []
-    for module in (summary, command):
-        monkeypatch.setattr(module, "run", lambda args: seen.append(sys.getswitchinterval()) or 0)
+    monkeypatch.setenv("KERNELTUI_CACHE", "0")
+    monkeypatch.setattr(open_command, "interactive", lambda: True)
+    monkeypatch.setattr(app_module, "build_app", lambda *args, **kwargs: None)
+    monkeypatch.setattr(open_command, "_run_app", lambda app, put_back: seen.append(sys.getswitchinterval()) or 0)
+    monkeypatch.setattr(summary, "run", lambda args: seen.append(sys.getswitchinterval()) or 0)
     before = sys.getswitchinterval()
-    assert before != pytest.approx(cli.SWITCH_INTERVAL_S)
+    assert before != pytest.approx(open_command.SWITCH_INTERVAL_S)
+    assert cli.main(["open", str(PROJECT_TRACES / "add_relu_1M_eager.json.gz")]) == 0
+    assert sys.getswitchinterval() == before
     assert cli.main(["summary", "no-such.json"]) == 0
-    assert cli.main(["capture", "model.py"]) == 0
-    assert seen == [pytest.approx(cli.SWITCH_INTERVAL_S), before]
+    assert seen == [pytest.approx(open_command.SWITCH_INTERVAL_S), before]
     assert sys.getswitchinterval() == before
