@@ -21,11 +21,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="a torch.profiler trace (.json or .json.gz); a directory or several files: one job's ranks")
     parser.add_argument("--no-cache", action="store_true", help="read the trace afresh: neither use nor write the column cache")
 
-# A thread waiting for the GIL gets it after this long at most (Python's default: 5 ms). The loader's
-# thread, which cuts the chunks the scanner's threads read without the GIL, waits on imports and
-# Textual's start; handed the GIL sooner, it keeps both cores busy: a cold 1 GB `open` shows its first
-# table 1.98 -> 1.94 s (medians of five alternating runs), and steadier. Here only: a cold `summary`
-# was no faster with it (2.04 and 2.02 s, eight runs each), and other programs' threads are theirs
+# How long a thread holding the GIL runs before it is asked to let a waiting one have it (Python's
+# default: 5 ms). The loader's thread, which cuts the chunks the scanner's threads read without the GIL,
+# waits on imports and Textual's start; handed the GIL sooner, it keeps both cores busy: a cold 1 GB
+# `open` shows its first table 1.98 -> 1.94 s (this alone, medians of five alternating runs), and
+# steadier. It stays for the session (once loaded, the app's keys have no thread to wait on). Here only:
+# a cold `summary` was no faster with it (2.04 and 2.02 s, eight runs each)
 SWITCH_INTERVAL_S = 0.001
 
 

@@ -38,12 +38,12 @@ class ScanAhead:
         self.separator = separator
         self.sink = sink
         self.executor = shared_pool("kerneltui-scan")
-        self.pending: deque[tuple[Future, object, bytearray | None]] = deque()
+        self.pending: deque[tuple[Future, object, mmap.mmap | bytearray | None]] = deque()
         self.limit = scan_threads() + 1  # chunks held at once (~16 MB each, and their columns)
         self.buffers = Buffers()
         self.spare: list[list[bytearray]] = []  # adopted chunks' columns, for later scans to write over
 
-    def submit(self, array_json, buffer: bytearray | None = None) -> None:
+    def submit(self, array_json, buffer: mmap.mmap | bytearray | None = None) -> None:
         """Start scanning a chunk; the oldest chunks go to the sink once more than ``limit`` wait.
         With ``buffer`` (one of ``buffers``), the chunk is its bare elements lying in it, and the
         buffer goes back to ``buffers`` once the chunk is adopted."""

@@ -9,6 +9,7 @@ as it comes: its size is what was read, and no progress is reported.
 
 from __future__ import annotations
 
+import mmap
 import os
 import queue
 import stat
@@ -29,10 +30,12 @@ GZIP_MAGIC = b"\x1f\x8b"
 GZIP_RATIO_GUESS = 12  # Kineto JSON inflates about 15x; guess low
 GZIP_RATIO_MOST = 64  # a gzip file's own size past this many times its compressed size is not believed
 BLOCK = 16 << 20
-# fill's step: a block is read and looked at (for the array's end) 4 MB at a time, still in cache. Each
-# step lets go of the GIL twice (the read, the search), and getting it back waits on whatever thread holds
-# it (imports, Textual); at 256 KB a step, 7,680 waits a GB: a cold 1 GB read_trace took 1.00 s, 0.87 s now
+# fill's step: a block is read and looked at (for the array's end) 4 MB at a time, still in the CPU's
+# last-level cache. Each step lets go of the GIL twice (the read, the search), and getting it back waits on
+# whatever thread holds it (imports, Textual); at 256 KB a step, 7,680 waits a GB: a cold 1 GB read_trace
+# took 1.00 s, 0.87 s now
 PIECE = 4 << 20
+Buffer = mmap.mmap | bytearray  # a block's room: ahead.block_memory's
 # gzip is inflated 16 KB of input at a time, each output (~250 KB, at most 1 MB) copied into the loader's
 # buffer (fill) and let go: malloc hands the same memory back for the next, where a 16 MB output a call
 # was fresh pages every time (1 GB inflated: 253K page faults and 1.9 s, against 13.5K and 0.8 s)
@@ -119,9 +122,9 @@ class BlockStream:
             finally:
                 self._file = None
 
-    def fill(self, blocks: Iterator[bytes], take: Callable[[int], bytearray], carry: bytes | memoryview,
+    def fill(self, blocks: Iterator[bytes], take: Callable[[int], Buffer], carry: bytes | memoryview,
              block: bytes | memoryview | None = None,
-             landed: Callable[[memoryview, int], bool] = lambda text, start: False) -> tuple[bytearray, int]:
+             landed: Callable[[memoryview, int], bool] = lambda text, start: False) -> tuple[Buffer, int]:
         """``carry`` and then the next block (``block``, or the next of ``blocks``), in a buffer from
         ``take``: (the buffer, how many bytes of it are filled); nothing past ``carry`` at the end.
 
@@ -202,7 +205,7 @@ class BlockStream:
             raise item
         return item
 
-    def _fill_inflated(self, take: Callable[[int], bytearray], carry, landed) -> tuple[bytearray, int]:
+    def _fill_inflated(self, take: Callable[[int], Buffer], carry, landed) -> tuple[Buffer, int]:
         """``fill`` for gzip: the inflate thread's pieces copied straight into the buffer, up to BLOCK
         bytes after ``carry`` (a piece that does not fit is split, its rest kept for the next fill)."""
         at = len(carry)

@@ -275,14 +275,15 @@ def test_open_hands_the_gil_over_sooner_and_leaves_the_interval_as_it_was(monkey
     """`open` of one trace runs with a 1 ms switch interval (the loader's thread waits less for the GIL);
     `summary` runs at Python's own; either way the caller's interval is back afterwards."""
     from kerneltui import cli
+    from kerneltui.commands import load_ahead, summary
     from kerneltui.commands import open as open_command
-    from kerneltui.commands import summary
     from kerneltui.tui import app as app_module
 
     seen = []
     monkeypatch.setenv("KERNELTUI_CACHE", "0")
     monkeypatch.setattr(open_command, "interactive", lambda: True)
     monkeypatch.setattr(app_module, "build_app", lambda *args, **kwargs: None)
+    monkeypatch.setattr(load_ahead, "LoadAhead", lambda *args: None)  # no read on a thread of its own
     monkeypatch.setattr(open_command, "_run_app", lambda app, put_back: seen.append(sys.getswitchinterval()) or 0)
     monkeypatch.setattr(summary, "run", lambda args: seen.append(sys.getswitchinterval()) or 0)
     before = sys.getswitchinterval()

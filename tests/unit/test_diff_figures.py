@@ -80,6 +80,9 @@ def test_a_reference_tensor_of_no_bytes_gives_no_transfers_and_no_warning(monkey
         d = diff_traces(a, b)
     assert math.isnan(d.a.transfers) and math.isnan(d.b.transfers)
     assert d.matches[["a_transfers", "b_transfers"]].isna().all().all()
+    from kerneltui import diff_report
+
+    assert "transfers: bytes in units of" not in diff_report.as_table(d)  # no unit to name
 
 
 def test_resnet_transfers_are_counted_in_a_tensor_both_sides_recorded():

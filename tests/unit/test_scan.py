@@ -333,15 +333,26 @@ def test_a_load_in_place_reuses_its_buffers(monkeypatch):
 
 @pytest.mark.parametrize("mappings", [True, False])
 def test_block_memory_is_zeroed_room_the_loader_can_fill_and_search(monkeypatch, mappings, tmp_path):
-    """A block's buffer: an anonymous private mapping (huge pages on request) where there are such, else a
-    bytearray; either starts zeroed, takes readinto and slices, and answers rfind as load.py asks it."""
+    """A block's buffer: a private anonymous mapping, asked for huge pages where the system has them, where
+    there are such mappings, else a bytearray; either starts zeroed, takes readinto and slices, and
+    answers rfind as load.py asks it."""
     import mmap
 
+    advised = []
+
+    class Recorded(mmap.mmap):
+        def madvise(self, option, *args):
+            advised.append(option)
+            return super().madvise(option, *args)
+
+    monkeypatch.setattr(mmap, "mmap", Recorded)
     if not mappings:
         monkeypatch.delattr(mmap, "MAP_ANONYMOUS", raising=False)
+    can_map = hasattr(mmap, "MAP_ANONYMOUS") and hasattr(mmap, "MAP_PRIVATE")
     block = ahead.block_memory(3 << 20)
-    assert isinstance(block, mmap.mmap if mappings and sys.platform == "linux" else bytearray)
-    assert len(block) == 3 << 20 and block[: 1 << 10] == bytes(1 << 10) and block[-1] == 0
+    assert isinstance(block, Recorded if can_map else bytearray)
+    assert advised == ([mmap.MADV_HUGEPAGE] if can_map and hasattr(mmap, "MADV_HUGEPAGE") else [])
+    assert len(block) == 3 << 20 and bytes(block) == bytes(3 << 20)
     path = tmp_path / "t.json"
     path.write_bytes(b'[\n  {"a": 1},\n  {"b": 2}\n]')
     block[:3] = b"xyz"
