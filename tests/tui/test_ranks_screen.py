@@ -426,6 +426,24 @@ def test_ranks_screen_snapshot(snap_compare, relative_job, size):
     assert snap_compare(build_ranks_app([relative_job]), terminal_size=size, run_before=loaded)
 
 
+async def rank_browser_held_at(app, pilot, stage: str) -> RankBrowserScreen:
+    """Enter on the first rank, then its browser as soon as it is up before ``stage`` (held) is in."""
+    await pilot.press("enter")
+    for _ in range(300):
+        await pilot.pause(0.02)
+        screen = app.screen
+        if isinstance(screen, RankBrowserScreen) and (stage == "build_browse" or screen.browse is not None):
+            break
+    return app.screen
+
+
+async def every_stage_in(browser: RankBrowserScreen, pilot) -> None:
+    for _ in range(300):
+        await pilot.pause(0.02)
+        if browser.browse is not None and browser.browse.analyses is not None:
+            return
+
+
 @pytest.mark.parametrize("stage", ["build_browse", "build_analyses"])
 async def test_a_ranks_browser_takes_its_stages_under_a_help_screen_too(job_dir, monkeypatch, stage):
     """Stage 2 (the timeline) and stage 3 (the header's figures) reach the rank's browser though a help
@@ -435,22 +453,13 @@ async def test_a_ranks_browser_takes_its_stages_under_a_help_screen_too(job_dir,
 
     release = hold(monkeypatch, stage)
     async with opened([job_dir]) as (app, pilot):
-        await pilot.press("enter")
-        for _ in range(300):
-            await pilot.pause(0.02)
-            screen = app.screen
-            if isinstance(screen, RankBrowserScreen) and (stage == "build_browse" or screen.browse is not None):
-                break
-        browser = app.screen
+        browser = await rank_browser_held_at(app, pilot, stage)
         assert (browser.browse is None) if stage == "build_browse" else (browser.browse.analyses is None)
         assert " · … · " in text(app, "#header") and "busy" not in text(app, "#header")
         await pilot.press("question_mark")
         assert isinstance(app.screen, HelpScreen)
         release.set()
-        for _ in range(300):
-            await pilot.pause(0.02)
-            if browser.browse is not None and browser.browse.analyses is not None:
-                break
+        await every_stage_in(browser, pilot)
         await pilot.press("escape")
         assert app.screen is browser and browser.browse.analyses is not None
         assert "busy" in text(app, "#header") and " · … · " not in text(app, "#header")
@@ -467,13 +476,7 @@ async def test_a_ranks_browser_takes_no_other_ranks_stage(job_dir, monkeypatch, 
 
     release = hold(monkeypatch, stage)
     async with opened([job_dir]) as (app, pilot):
-        await pilot.press("enter")
-        for _ in range(300):
-            await pilot.pause(0.02)
-            screen = app.screen
-            if isinstance(screen, RankBrowserScreen) and (stage == "build_browse" or screen.browse is not None):
-                break
-        browser = app.screen
+        browser = await rank_browser_held_at(app, pilot, stage)
         other = SimpleNamespace(meta=browser.kernels.trace.meta)  # another rank's trace, as far as identity goes
         if stage == "build_browse":
             app.post_message(BrowseReady(SimpleNamespace(kernels=SimpleNamespace(trace=other), analyses=None)))
@@ -483,9 +486,6 @@ async def test_a_ranks_browser_takes_no_other_ranks_stage(job_dir, monkeypatch, 
         assert (browser.browse is None) if stage == "build_browse" else (browser.browse.analyses is None)
         assert " · … · " in text(app, "#header")
         release.set()
-        for _ in range(300):
-            await pilot.pause(0.02)
-            if browser.browse is not None and browser.browse.analyses is not None:
-                break
+        await every_stage_in(browser, pilot)
         assert browser.browse.kernels.trace is browser.kernels.trace
         assert "busy" in text(app, "#header") and " · … · " not in text(app, "#header")
