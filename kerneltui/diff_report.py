@@ -176,7 +176,7 @@ def explanations(d: TraceDiff) -> list[str]:
         out[0] += f"; distorted: the profiled CPU paced every {unit}, so no ratio"
     if any(n.startswith("unknown") for n in notes):
         out[0] += f"; unknown: every profiled {unit} held the profiler's start-up (or a compile)"
-    if d.a.reference_tensor and d.a.largest_tensor:  # (0 bytes, an empty tensor's record: no unit, no figures)
+    if d.a.reference_tensor:
         out.append(f"transfers: bytes in units of {d.a.reference_tensor} ({nbytes(d.a.largest_tensor)}), the "
                    "largest tensor both traces recorded")
     return out

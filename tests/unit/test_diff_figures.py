@@ -68,12 +68,17 @@ def test_bytes_and_transfers_move_together(workload):
 def test_a_reference_tensor_of_no_bytes_gives_no_transfers_and_no_warning(monkeypatch):
     """A record of an empty tensor (a dim of 0; a mutated trace's) is no unit to count transfers in: the
     side's and every row's transfers are unknown, as when no tensor was recorded, and numpy says nothing."""
+    import dataclasses
     import math
     import warnings
 
     from kerneltui.analysis.compare import diff
 
-    monkeypatch.setattr(diff, "reference_tensor", lambda sa, sb: (0.0, "[0] f32"))
+    def only_empty(sig):  # the signature as a trace that recorded one tensor, an empty one, would give
+        return dataclasses.replace(sig, tensors={(0, 3): frozenset({"f32"})})
+
+    real = diff.reference_tensor
+    monkeypatch.setattr(diff, "reference_tensor", lambda sa, sb: real(only_empty(sa), only_empty(sb)))
     a, b = load_trace(shared_trace("add_relu_1M_eager")), load_trace(shared_trace("add_relu_1M_compiled"))
     with warnings.catch_warnings():
         warnings.simplefilter("error")

@@ -326,8 +326,7 @@ def _with_rates(m: pd.DataFrame, a: SideFacts, b: SideFacts, ta: Traffic, tb: Tr
         ns = m[f"{side}_ns"].to_numpy(np.float64)
         by = m[f"{side}_bytes"].to_numpy(np.float64)
         host = m[f"{side}_host_copy"].to_numpy(bool)
-        unit = facts.largest_tensor  # (0: an empty tensor; NaN: none recorded) no unit to count in
-        m[f"{side}_transfers"] = by / unit if unit and not math.isnan(unit) else np.nan
+        m[f"{side}_transfers"] = by / facts.largest_tensor if facts.largest_tensor == facts.largest_tensor else np.nan
         flop_ns = m[f"{side}_flop_ns"].to_numpy(np.float64)
         m[f"{side}_tflops"] = m[f"{side}_flops"].to_numpy(np.float64) / np.where(flop_ns > 0, flop_ns, np.nan) / 1e3
         # memory-bound work by GB/s; a row of host copies as a whole, against the host link

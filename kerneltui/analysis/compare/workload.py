@@ -244,10 +244,11 @@ def reference_tensor(sa: WorkloadSignature, sb: WorkloadSignature) -> tuple[floa
 
     A tensor the traces recorded, the same for both sides, so bytes and transfers move together:
     the largest (in bytes) that both recorded, with its dtype; failing that, the larger of each
-    side's largest. (nan, "") where neither recorded a tensor of known dtype."""
+    side's largest. (nan, "") where neither recorded a tensor of known dtype and some size: an empty
+    tensor (a dim of 0) is no unit to count transfers in."""
     def sized(sig: WorkloadSignature) -> dict[tuple, int]:
         return {(shape, tag): _numel(shape) * TAG_SIZE[tag] for shape, tags in sig.tensors.items()
-                for tag in tags if tag in TAG_SIZE}
+                for tag in tags if tag in TAG_SIZE and _numel(shape)}
     ta, tb = sized(sa), sized(sb)
     pool = {k: v for k, v in ta.items() if k in tb} or {**ta, **tb}
     if not pool:
