@@ -14,6 +14,7 @@ import mmap
 from collections import deque
 from concurrent.futures import Future
 
+from kerneltui.trace.blocks import Buffer
 from kerneltui.trace.decode import ChunkDecoder
 from kerneltui.trace.pool import configured_workers
 from kerneltui.trace.scanner import scan_chunk
@@ -38,12 +39,12 @@ class ScanAhead:
         self.separator = separator
         self.sink = sink
         self.executor = shared_pool("kerneltui-scan")
-        self.pending: deque[tuple[Future, object, mmap.mmap | bytearray | None]] = deque()
+        self.pending: deque[tuple[Future, object, Buffer | None]] = deque()
         self.limit = scan_threads() + 1  # chunks held at once (~16 MB each, and their columns)
         self.buffers = Buffers()
         self.spare: list[list[bytearray]] = []  # adopted chunks' columns, for later scans to write over
 
-    def submit(self, array_json, buffer: mmap.mmap | bytearray | None = None) -> None:
+    def submit(self, array_json, buffer: Buffer | None = None) -> None:
         """Start scanning a chunk; the oldest chunks go to the sink once more than ``limit`` wait.
         With ``buffer`` (one of ``buffers``), the chunk is its bare elements lying in it, and the
         buffer goes back to ``buffers`` once the chunk is adopted."""
@@ -82,10 +83,10 @@ class Buffers:
     page faults every time (about 0.5 CPU-s a GB); a reused one has its pages already."""
 
     def __init__(self):
-        self.free: list[mmap.mmap | bytearray] = []
+        self.free: list[Buffer] = []
         self.made = 0
 
-    def take(self, size: int) -> mmap.mmap | bytearray:
+    def take(self, size: int) -> Buffer:
         """A buffer at least ``size`` bytes long (longer is normal: the caller slices it)."""
         for i, buffer in enumerate(self.free):
             if len(buffer) >= size:
@@ -95,11 +96,11 @@ class Buffers:
         self.made += 1
         return block_memory(size + max(size >> 4, 1 << 20))  # room for the next block's usual carry-over
 
-    def give(self, buffer: mmap.mmap | bytearray) -> None:
+    def give(self, buffer: Buffer) -> None:
         self.free.append(buffer)
 
 
-def block_memory(size: int) -> mmap.mmap | bytearray:
+def block_memory(size: int) -> Buffer:
     """``size`` bytes for a block, in huge pages where the system grants them on request (Linux's
     transparent huge pages, "madvise" mode): a 17 MB bytearray is zeroed, 4 KB page by page, when made
     (4,400 page faults; the few buffers of a 1 GB load, 17K and ~0.1 CPU-s). A fresh mapping is zero

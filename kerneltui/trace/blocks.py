@@ -35,7 +35,7 @@ BLOCK = 16 << 20
 # whatever thread holds it (imports, Textual); at 256 KB a step, 7,680 waits a GB: a cold 1 GB read_trace
 # took 1.00 s, 0.87 s now
 PIECE = 4 << 20
-Buffer = mmap.mmap | bytearray  # a block's room: ahead.block_memory's
+Buffer = mmap.mmap | bytearray  # a block's room, as ahead.block_memory makes it
 # gzip is inflated 16 KB of input at a time, each output (~250 KB, at most 1 MB) copied into the loader's
 # buffer (fill) and let go: malloc hands the same memory back for the next, where a 16 MB output a call
 # was fresh pages every time (1 GB inflated: 253K page faults and 1.9 s, against 13.5K and 0.8 s)
