@@ -38,6 +38,15 @@ async def settle(app, pilot, rounds: int = 50) -> None:
     await pilot.pause()
 
 
+
+async def until(pilot, done, rounds: int = 300) -> None:
+    """Poll every 20 ms, at most ``rounds`` times, until ``done()``: for a stage held on a thread, which a
+    wait for the workers would wait out."""
+    for _ in range(rounds):
+        await pilot.pause(0.02)
+        if done():
+            return
+
 def rows(table) -> list[list[str]]:
     return [table.cells(i) for i in range(table.row_count())]
 

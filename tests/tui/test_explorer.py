@@ -19,7 +19,7 @@ from kerneltui.tui.widgets.details import DetailsPane
 from kerneltui.tui.widgets.timeline import Timeline
 from kerneltui.units import fmt_ns, fmt_share
 from tests.conftest import shared_trace
-from tests.tui.helpers import opened, parts, rows, screen_text
+from tests.tui.helpers import opened, parts, rows, screen_text, until
 
 GPT = "gpt_train_eager"
 
@@ -341,10 +341,7 @@ async def test_keys_that_need_the_second_stage_wait_for_it():
     try:
         app = build_app(str(gpt()))
         async with app.run_test(size=(120, 40)) as pilot:
-            for _ in range(200):
-                await pilot.pause(0.02)
-                if isinstance(app.screen, BrowserScreen):
-                    break
+            await until(pilot, lambda: isinstance(app.screen, BrowserScreen), rounds=200)
             screen = app.screen
             assert screen.browse is None
             await pilot.press("g", "right_square_bracket")

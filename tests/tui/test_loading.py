@@ -22,7 +22,7 @@ from kerneltui.tui.screens.overview import OverviewScreen
 from kerneltui.tui.widgets.details import DetailsPane
 from kerneltui.tui.widgets.timeline import Timeline
 from tests.conftest import PROJECT_TRACES, external_trace, shared_trace
-from tests.tui.helpers import opened, screen_text, settle
+from tests.tui.helpers import opened, screen_text, settle, until
 
 EAGER = PROJECT_TRACES / "add_relu_1M_eager.json.gz"
 GPT = shared_trace("gpt_train_eager")
@@ -120,10 +120,7 @@ async def test_kernel_table_shows_before_the_second_stage(monkeypatch):
     release = hold(monkeypatch, "build_browse")
     app = build_app(str(EAGER))
     async with app.run_test() as pilot:
-        for _ in range(100):
-            await pilot.pause(0.02)
-            if isinstance(app.screen, BrowserScreen) and app.screen.is_mounted:
-                break
+        await until(pilot, lambda: isinstance(app.screen, BrowserScreen) and app.screen.is_mounted, rounds=100)
         await pilot.pause()
         screen = app.screen
         assert isinstance(screen, BrowserScreen) and screen.browse is None
@@ -146,10 +143,7 @@ async def analyses_held(monkeypatch, path, size=(120, 40)):
     release = hold(monkeypatch, "build_analyses")
     app = build_app(str(path))
     async with app.run_test(size=size) as pilot:
-        for _ in range(300):
-            await pilot.pause(0.02)
-            if isinstance(app.screen, BrowserScreen) and app.screen.browse is not None:
-                break
+        await until(pilot, lambda: isinstance(app.screen, BrowserScreen) and app.screen.browse is not None)
         await pilot.pause()
         yield app, pilot, release
         release.set()
@@ -205,17 +199,11 @@ async def test_o_pressed_before_stage_two_says_once_that_it_waits(monkeypatch):
     browse, analyses = hold(monkeypatch, "build_browse"), hold(monkeypatch, "build_analyses")
     app = build_app(str(GPT))
     async with app.run_test(size=(120, 40)) as pilot:
-        for _ in range(300):
-            await pilot.pause(0.02)
-            if isinstance(app.screen, BrowserScreen) and app.screen.is_mounted:
-                break
+        await until(pilot, lambda: isinstance(app.screen, BrowserScreen) and app.screen.is_mounted)
         screen = app.screen
         await pilot.press("o")
         browse.set()
-        for _ in range(300):
-            await pilot.pause(0.02)
-            if screen.browse is not None:
-                break
+        await until(pilot, lambda: screen.browse is not None)
         await pilot.pause()
         notes = [n.message for n in app._notifications if "opens once" in n.message]
         assert notes == ['the overview opens once the whole-trace analyses are in (the header\'s "…")']

@@ -33,7 +33,7 @@ from kerneltui.tui.screens.help import HelpScreen
 from kerneltui.units import fmt_ns
 from tests.conftest import external_trace
 from tests.support.rank_job import make_job
-from tests.tui.helpers import screen_text
+from tests.tui.helpers import screen_text, until
 
 NARROW, WIDE = (80, 24), (160, 45)
 STRAGGLER = 3
@@ -429,19 +429,13 @@ def test_ranks_screen_snapshot(snap_compare, relative_job, size):
 async def rank_browser_held_at(app, pilot, stage: str) -> RankBrowserScreen:
     """Enter on the first rank, then its browser as soon as it is up before ``stage`` (held) is in."""
     await pilot.press("enter")
-    for _ in range(300):
-        await pilot.pause(0.02)
-        screen = app.screen
-        if isinstance(screen, RankBrowserScreen) and (stage == "build_browse" or screen.browse is not None):
-            break
+    await until(pilot, lambda: isinstance(app.screen, RankBrowserScreen)
+                and (stage == "build_browse" or app.screen.browse is not None))
     return app.screen
 
 
 async def every_stage_in(browser: RankBrowserScreen, pilot) -> None:
-    for _ in range(300):
-        await pilot.pause(0.02)
-        if browser.browse is not None and browser.browse.analyses is not None:
-            return
+    await until(pilot, lambda: browser.browse is not None and browser.browse.analyses is not None)
 
 
 @pytest.mark.parametrize("stage", ["build_browse", "build_analyses"])
