@@ -1133,8 +1133,22 @@ typedef struct {
     int32_t lane;
 } ComboInfo;
 
+/* The combos of recent events with int pid and tid and a short ph and cat, by a hash of those: an
+   event's combo found here is compared field by field instead of built into a key and hashed (a key
+   of ~50 bytes each event was ~12% of a scan). */
+#define MEMO_SLOTS 64
+#define MEMO_PH 8
+#define MEMO_CAT 32
+typedef struct {
+    int32_t id; /* -1: empty */
+    uint8_t ph_n, cat_n;
+    int64_t pid, tid;
+    u8 ph[MEMO_PH], cat[MEMO_CAT];
+} ComboMemo;
+
 typedef struct {
     Table combos, lanes, names, hashes;
+    ComboMemo memo[MEMO_SLOTS];
     PyObject *lane_values, *name_values, *hash_values; /* lists, by id */
     Buf key; /* the current event's combo key */
     ComboInfo *info;
@@ -1206,7 +1220,27 @@ static PyObject *id_object(int is_str, int64_t v, const Str *s) { return is_str 
 
 /* The event's combo (classified once, by the caller's Python function); its lane assigned at
    its first row. */
+static ComboMemo *memo_slot(State *st, const Event *ev) {
+    if (ev->pid_is_str || ev->tid_is_str || ev->ph.n > MEMO_PH || ev->cat.n > MEMO_CAT) return NULL;
+    size_t n = ev->cat.n;
+    uint64_t h = (uint64_t)ev->pid * 0x9E3779B97F4A7C15ull ^ (uint64_t)ev->tid * 0xC2B2AE3D27D4EB4Full;
+    h ^= n * 0x165667B19E3779F9ull ^ (n ? ev->cat.s[0] * 31u + ev->cat.s[n - 1] * 131u : 0) ^
+         (ev->ph.n ? ev->ph.s[0] * 7u : 0);
+    return &st->memo[(h ^ h >> 29) % MEMO_SLOTS];
+}
+
+static int memo_holds(const ComboMemo *m, const Event *ev) {
+    return m->id >= 0 && m->pid == ev->pid && m->tid == ev->tid && m->ph_n == ev->ph.n && m->cat_n == ev->cat.n &&
+           !memcmp(m->ph, ev->ph.s, ev->ph.n) && !memcmp(m->cat, ev->cat.s, ev->cat.n);
+}
+
 static ComboInfo *combo_of(State *st, Event *ev, size_t *lane_at) {
+    ComboMemo *m = memo_slot(st, ev);
+    if (m && memo_holds(m, ev)) {
+        ComboInfo *ci = &st->info[m->id];
+        *lane_at = 0;
+        if (!ci->kept || ci->lane >= 0) return ci; /* lane_of needs no key */
+    }
     if (combo_key(&st->key, ev, lane_at)) return NULL;
     int added;
     int64_t id = table_id(&st->combos, st->key.data, st->key.len, &added);
@@ -1238,6 +1272,12 @@ static ComboInfo *combo_of(State *st, Event *ev, size_t *lane_at) {
         ci->flow = (code >> 9) & 1;
         ci->aside = (code >> 10) & 1;
         ci->lane = -1;
+    }
+    if (m) {
+        *m = (ComboMemo){.id = (int32_t)id, .ph_n = (uint8_t)ev->ph.n, .cat_n = (uint8_t)ev->cat.n,
+                         .pid = ev->pid, .tid = ev->tid};
+        memcpy(m->ph, ev->ph.s, ev->ph.n);
+        memcpy(m->cat, ev->cat.s, ev->cat.n);
     }
     return &st->info[id];
 }
@@ -1412,6 +1452,7 @@ static int reusable(PyObject *b, size_t size) {
 static int state_init(State *st, size_t text_bytes, PyObject *classify, PyObject *outputs) {
     memset(st, 0, sizeof *st);
     st->classify = classify;
+    for (size_t i = 0; i < MEMO_SLOTS; i++) st->memo[i].id = -1;
     /* rows for events of a typical size (Kineto's are 200-600 bytes), grown if there are more:
        sized for the shortest possible event instead, the columns' first and last pages alone
        would cost ~40 MB of huge pages a chunk */

@@ -457,6 +457,39 @@ def test_thousands_of_distinct_names_grow_the_tables_safely(load_both):
     assert fresh.returncode == 0, fresh.stderr[-2000:]
 
 
+def test_events_alternating_between_combos_read_as_the_python_decoder_reads_them(load_both):
+    """The scanner remembers recent (ph, cat, pid, tid) combos, in a few slots by a hash of them, and
+    compares an event's fields with what its slot holds instead of building the combo's key. Each field
+    is swept here between two events of one combo, so that some of the sweep shares the combo's slot:
+    the pid, the tid, an id given as a string, ph, and cats of one length that differ inside (the hash
+    reads only their ends). Also: ids and cats it does not remember (a cat over 32 bytes), an event
+    whose fields are an empty slot's, and a combo whose first event is dropped (ts past 2**52 us)
+    before its lane is made; then many combos at random. All of it comes out as the Python path reads it."""
+    base = {"ph": b"X", "cat": b"cpu_op", "pid": b"1", "tid": b"1"}
+
+    def event(n: int, **fields) -> bytes:
+        f = {**base, **fields}
+        return (b'{"ph": "%s", "cat": "%s", "name": "n%d", "pid": %s, "tid": %s, "ts": %d, "dur": 1}'
+                % (f["ph"], f["cat"], n % 7, f["pid"], f["tid"], n))
+
+    sweeps = [{"pid": b"%d" % k} for k in range(2, 302)] + [{"tid": b"%d" % -k} for k in range(1, 301)]
+    sweeps += [{"pid": b'"1"'}, {"tid": b'"1"'}, {"ph": b"i"}, {"ph": b"XX"}, {"cat": b"c" * 32}, {"cat": b"c" * 33}]
+    sweeps += [{"cat": b"c%04dp" % k} for k in range(300)]  # "cpu_op"'s length and ends
+    events = [b'{"name": "bare", "pid": 0, "tid": 0, "ts": 1, "dur": 1}',  # an empty slot's fields
+              b'{"ph": "X", "cat": "kernel", "name": "late", "pid": 2, "tid": 2, "ts": 1e300, "dur": 1}']
+    for n, fields in enumerate(sweeps):
+        events += [event(3 * n), event(3 * n + 1, **fields), event(3 * n + 2)]
+    events.append(b'{"ph": "X", "cat": "kernel", "name": "late", "pid": 2, "tid": 2, "ts": 5, "dur": 1}')
+    # and many combos at random, more than there are slots, some of their ids strings
+    pick = random.Random(7)
+    for n in range(len(events), len(events) + 12000):
+        ids = {key: b'"%d"' % pick.randrange(3) if pick.random() < 0.1 else b"%d" % pick.randrange(-2, 100)
+               for key in ("pid", "tid")}
+        events.append(event(n, ph=pick.choice([b"X", b"i", b"XX"]), cat=pick.choice([b"cpu_op", b"kernel", b"c" * 32,
+                                                                                        b"c" * 33]), **ids))
+    assert load_both(trace_text(events)) == (None, 1, 0)
+
+
 def test_a_chunk_decoded_in_parts_lays_out_shapes_and_collectives_as_the_scanner_does(load_both):
     """Over 2 MiB the Python decoder reads a chunk in parts; its blob is still all the chunk's shapes,
     then its collective records (it had interleaved them part by part)."""
