@@ -1732,10 +1732,69 @@ done:
     return result;
 }
 
+/* search_ascending(a, v, right): np.searchsorted(a, v, "right" if right else "left") for int64 ``a`` and
+   ``v`` both ascending, by one merge pass: numpy searches each key afresh (from the last key's place, still a
+   binary search: 25-50 ms a million keys). int64 bytes, or None where ``v`` is not ascending. */
+static int is_int64(const Py_buffer *b) {
+    const char *f = b->format ? b->format : "B";
+    if (*f == '<' || *f == '=' || *f == '@') f++;
+    return b->itemsize == 8 && (!strcmp(f, "q") || !strcmp(f, "l"));
+}
+
+static PyObject *search_ascending(PyObject *self, PyObject *args) {
+    PyObject *a_obj, *v_obj;
+    Py_buffer a = {0}, v = {0};
+    int right;
+    if (!PyArg_ParseTuple(args, "OOp", &a_obj, &v_obj, &right)) return NULL;
+    if (PyObject_GetBuffer(a_obj, &a, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS)) return NULL;
+    if (PyObject_GetBuffer(v_obj, &v, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS)) {
+        PyBuffer_Release(&a);
+        return NULL;
+    }
+    PyObject *out = NULL;
+    if (!is_int64(&a) || !is_int64(&v)) {
+        PyErr_SetString(PyExc_ValueError, "search_ascending: int64 arrays");
+        goto done;
+    }
+    Py_ssize_t n = a.len / 8, m = v.len / 8;
+    out = PyByteArray_FromStringAndSize(NULL, m * 8);
+    if (!out) goto done;
+    const int64_t *hay = a.buf, *keys = v.buf;
+    int64_t *at = (int64_t *)PyByteArray_AS_STRING(out);
+    int ascending = 1;
+    Py_BEGIN_ALLOW_THREADS
+    Py_ssize_t j = 0;
+    for (Py_ssize_t i = 0; i < m; i++) {
+        int64_t key = keys[i];
+        if (i && key < keys[i - 1]) {
+            ascending = 0;
+            break;
+        }
+        if (right)
+            while (j < n && hay[j] <= key) j++;
+        else
+            while (j < n && hay[j] < key) j++;
+        at[i] = j;
+    }
+    Py_END_ALLOW_THREADS
+    if (!ascending) {
+        Py_DECREF(out);
+        out = Py_None;
+        Py_INCREF(out);
+    }
+done:
+    PyBuffer_Release(&a);
+    PyBuffer_Release(&v);
+    return out;
+}
+
 static PyMethodDef METHODS[] = {
     {"text_classes", text_classes, METH_VARARGS,
      "text_classes(blob, at, length) -> (classes, firsts): int64 bytes, equal texts numbered alike"},
     {"array_end", array_end, METH_VARARGS, "array_end(text, start, max_indent) -> (start, end) or None"},
+    {"search_ascending", search_ascending, METH_VARARGS,
+     "search_ascending(a, v, right) -> np.searchsorted's positions as int64 bytes for ascending int64 a and v, "
+     "or None where v is not ascending"},
     {"scan", scan, METH_VARARGS,
      "scan(array_json, classify, bare=False, outputs=None) -> (columns, names, hashes, lanes, aside, blob, flows, "
      "bad_ts, bad_dur, memory, rows) or None"},

@@ -11,6 +11,7 @@ from kerneltui.trace.intervals import (
     depth_by_group,
     innermost,
     nesting_order,
+    search_ascending,
     stable_argsort,
 )
 
@@ -148,3 +149,38 @@ def test_union_runs_of_the_runs_is_the_union():
         joined = intervals.union_runs(np.concatenate([run_s, own_s]), np.concatenate([run_e, own_e]))
         whole = intervals.union_runs(np.concatenate([run_s, b_s]), np.concatenate([run_e, b_e]))
         assert all(np.array_equal(x, y) for x, y in zip(joined, whole))
+
+
+@pytest.mark.parametrize("side", ["left", "right"])
+def test_search_ascending_is_numpys_searchsorted(side):
+    """The merge pass (the C scanner's module) against np.searchsorted: ties within and between the arrays,
+    keys before, between and past every value, empty arrays; and the cases it hands to numpy (keys out of
+    order, other dtypes, far fewer keys than values), which must answer the same."""
+    from kerneltui.trace.scanner import _scan
+
+    assert hasattr(_scan, "search_ascending")  # the merge itself is what this test reads
+    rng = np.random.default_rng(3)
+    for _ in range(300):
+        a = np.sort(rng.integers(-20, 20, int(rng.integers(0, 50))))
+        v = np.sort(rng.integers(-25, 25, int(rng.integers(0, 50))))
+        if rng.random() < 0.2 and len(v) > 1:
+            v = v[::-1].copy()  # not ascending
+        for array, keys in ((a, v), (a.astype(np.int32), v), (a, v.astype(np.float64))):
+            found = search_ascending(array, keys, side)
+            assert found.tolist() == np.searchsorted(array, keys, side=side).tolist(), (array, keys)
+    values = np.arange(0, 3_000_000, 3)
+    keys = np.array([-1, 0, 1, 2_999_997, 5_000_000])
+    assert search_ascending(values, keys, side).tolist() == np.searchsorted(values, keys, side=side).tolist()
+
+
+def test_search_ascending_merges_in_c_and_hands_back_keys_out_of_order():
+    from kerneltui.trace.scanner import _scan
+
+    a = np.array([1, 3, 3, 7], np.int64)
+    assert np.frombuffer(_scan.search_ascending(a, np.array([0, 3, 3, 8], np.int64), True), np.int64).tolist() == [0, 3, 3, 4]
+    assert np.frombuffer(_scan.search_ascending(a, np.array([0, 3, 3, 8], np.int64), False), np.int64).tolist() == [0, 1, 1, 4]
+    assert _scan.search_ascending(a, np.array([3, 2], np.int64), True) is None
+    with pytest.raises(ValueError):
+        _scan.search_ascending(a, np.array([1, 2], np.int32), True)  # 8 bytes, but not one int64
+    with pytest.raises(ValueError):
+        _scan.search_ascending(a, np.array([1.0]), True)
