@@ -1,7 +1,8 @@
 """Peak memory of the browser's cold load: the trace read and every table the app computes, against the JSON's size.
 
 A child process does what `kerneltui open` does behind the screen, without a terminal: a cold load
-(cache off), the first stage (the kernel table: ``build_kernels``), the hand-back between the stages,
+(cache off), the first stage (the kernel table: ``build_kernels``, the memory table made beside it),
+the hand-back between the stages,
 the second (timeline, launch list, search: ``build_browse``) and the third (the analyses:
 ``build_analyses``). The parent samples the child's
 anonymous memory (``RssAnon``: what the load allocated; clean file pages do not count) every 10 ms
@@ -30,13 +31,14 @@ CHILD = """
 import sys
 from kerneltui.trace import heap
 from kerneltui.trace.model import load_trace
-from kerneltui.tui.model import build_analyses, build_browse, build_kernels
+from kerneltui.tui.model import build_analyses, build_browse, build_kernels, early_memory_table
 trace = load_trace(sys.argv[1])
 print("loaded", flush=True)
+memory = early_memory_table(trace)  # as tui/app.py's post_stages: beside the kernel table
 kernels = build_kernels(trace)
 print("kernel table", flush=True)
 heap.give_back(len(trace.events))
-browse = build_browse(kernels)
+browse = build_browse(kernels, memory)
 print("browser", flush=True)
 analyses = build_analyses(trace)
 print("analyses", flush=True)

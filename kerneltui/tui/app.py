@@ -25,7 +25,12 @@ from kerneltui.tui.messages import (
     LoadProgress,
     LoadStage,
 )
-from kerneltui.tui.model import build_analyses, build_browse, build_kernels
+from kerneltui.tui.model import (
+    build_analyses,
+    build_browse,
+    build_kernels,
+    early_memory_table,
+)
 from kerneltui.tui.screens.browser import BrowserScreen
 from kerneltui.tui.screens.kept_frame import KeptFrameScreen, frame_lines
 from kerneltui.tui.screens.loading import LoadingScreen
@@ -114,6 +119,7 @@ def post_stages(app, trace) -> None:
     if worker.is_cancelled:
         return
     app.post_message(LoadStage(f"linking {len(trace.events):,} events to their launches"))
+    memory = early_memory_table(trace)
     kernels = build_kernels(trace)
     if worker.is_cancelled:
         return
@@ -128,7 +134,7 @@ def post_stages(app, trace) -> None:
                 break
     if worker.is_cancelled:
         return
-    browse = build_browse(kernels)
+    browse = build_browse(kernels, memory)
     if worker.is_cancelled:
         return
     app.post_message(BrowseReady(browse))

@@ -328,11 +328,11 @@ async def test_keys_that_need_the_second_stage_wait_for_it():
     gate = []
 
     class SlowBrowse:  # holds stage 2 back until the keys are in
-        def __call__(self, kernels):
+        def __call__(self, kernels, memory=None):
             import time
             while not gate:
                 time.sleep(0.01)
-            return build_browse(kernels)
+            return build_browse(kernels, memory)
 
     import kerneltui.tui.app as app_module
 

@@ -107,9 +107,9 @@ def hold(monkeypatch, stage: str) -> threading.Event:
     release = threading.Event()
     real = getattr(app_module, stage)
 
-    def held(arg):
+    def held(*args):
         release.wait(10)
-        return real(arg)
+        return real(*args)
 
     monkeypatch.setattr(app_module, stage, held)
     return release
@@ -232,9 +232,9 @@ async def test_the_second_stage_starts_once_the_table_is_drawn(monkeypatch):
     started = []
     real = app_module.build_browse
 
-    def noted_browse(kernels):
+    def noted_browse(kernels, memory=None):
         started.append((app.first_drawn.is_set(), isinstance(app.screen, BrowserScreen) and app.screen.is_mounted))
-        return real(kernels)
+        return real(kernels, memory)
 
     monkeypatch.setattr(app_module, "build_browse", noted_browse)
     app = build_app(str(EAGER))
@@ -242,6 +242,38 @@ async def test_the_second_stage_starts_once_the_table_is_drawn(monkeypatch):
         await settle(app, pilot)
         assert started == [(True, True)]
         assert app.screen.browse is not None
+
+
+async def test_the_memory_table_is_made_once_beside_stage_1_and_stage_2_keeps_it(monkeypatch):
+    """A real open: the memory table is made on its own thread, started before the launches are linked
+    (stage 1 and the first draw leave a core idle), and the browser's is that one, not made again."""
+    from kerneltui.tui import model as model_module
+
+    made = []
+    real = model_module.memory_table
+
+    def noted(trace):
+        made.append(threading.current_thread().name)
+        return real(trace)
+
+    monkeypatch.setattr(model_module, "memory_table", noted)
+    async with opened(GPT) as (app, pilot):
+        await until(pilot, lambda: app.screen.browse is not None, 200)
+        assert app.screen.browse.memory is not None and app.screen.browse.memory.devices  # GPT has [memory] events
+    assert made == ["kerneltui-memory"]
+
+
+def test_without_room_for_two_threads_stage_2_makes_the_memory_table_itself(monkeypatch):
+    from kerneltui.tui import model as model_module
+
+    made = []
+    real = model_module.memory_table
+    monkeypatch.setattr(model_module, "memory_table", lambda trace: made.append(threading.current_thread()) or real(trace))
+    monkeypatch.setattr(model_module, "_room_for_both", lambda events: False)
+    trace = load_trace(GPT, cache=False)
+    assert model_module.early_memory_table(trace) is None and made == []
+    browse = model_module.build_browse(model_module.build_kernels(trace), None)
+    assert made == [threading.current_thread()] and browse.memory.devices
 
 
 async def test_a_bug_in_our_code_is_not_swallowed():
@@ -290,12 +322,13 @@ def test_a_load_cancelled_mid_stage_posts_nothing_after_that_stage(monkeypatch, 
     built = []
 
     def stage(name, result):
-        def build(arg):
+        def build(*args):
             built.append(name)
             worker.is_cancelled = worker.is_cancelled or name == quit_during
             return result
         monkeypatch.setattr(app_module, name, build)
 
+    monkeypatch.setattr(app_module, "early_memory_table", lambda trace: None)
     stage("build_kernels", SimpleNamespace(trace=trace))
     stage("build_browse", "browse")
     stage("build_analyses", "analyses")
