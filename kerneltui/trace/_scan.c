@@ -1734,7 +1734,8 @@ done:
 
 /* search_ascending(a, v, right): np.searchsorted(a, v, "right" if right else "left") for int64 ``a`` and
    ``v`` both ascending, by one merge pass: numpy searches each key afresh (from the last key's place, still a
-   binary search: 25-50 ms a million keys). int64 bytes, or None where ``v`` is not ascending. */
+   binary search: 25-50 ms a million keys). int64 bytes, or None where ``v`` is not ascending or either
+   buffer is not 8-byte aligned (a view at an odd offset: numpy's search reads it instead). */
 static int is_int64(const Py_buffer *b) {
     const char *f = b->format ? b->format : "B";
     if (*f == '<' || *f == '=' || *f == '@') f++;
@@ -1754,6 +1755,11 @@ static PyObject *search_ascending(PyObject *self, PyObject *args) {
     PyObject *out = NULL;
     if (!is_int64(&a) || !is_int64(&v)) {
         PyErr_SetString(PyExc_ValueError, "search_ascending: int64 arrays");
+        goto done;
+    }
+    if (((uintptr_t)a.buf | (uintptr_t)v.buf) % _Alignof(int64_t)) {
+        out = Py_None;
+        Py_INCREF(out);
         goto done;
     }
     Py_ssize_t n = a.len / 8, m = v.len / 8;

@@ -31,12 +31,14 @@ def stable_argsort(values: np.ndarray) -> np.ndarray:
 
 
 def search_ascending(a: np.ndarray, v: np.ndarray, side: str = "left") -> np.ndarray:
-    """``np.searchsorted(a, v, side)`` for ``v`` ascending too (as an op stack's starts are): one merge pass
-    over both, in the C scanner's module where it is built, for int64 arrays of which ``v`` is not far
-    the shorter (numpy's binary search a key, even from the last key's place: 27 ms for a million keys
-    among a million, the merge 9). numpy's search otherwise, and where ``v`` turns out not to be ascending."""
+    """``np.searchsorted(a, v, side)`` (``a`` ascending, as numpy asks) for ``v`` ascending too, as an op
+    stack's starts are: one merge pass over both, in the C scanner's module where it is built, for 1-D
+    int64 arrays of which ``v`` is not far the shorter (numpy's binary search a key, even from the last
+    key's place: 27 ms for a million keys among a million, the merge 9). numpy's search otherwise, and
+    where ``v`` turns out not to be ascending."""
     search = getattr(_scan, "search_ascending", None)
-    if search is not None and a.dtype == np.int64 and v.dtype == np.int64 and len(v) * 16 >= len(a):
+    if (search is not None and side in ("left", "right") and a.ndim == 1 and v.ndim == 1 and a.dtype == np.int64
+            and v.dtype == np.int64 and len(v) * 16 >= len(a)):
         found = search(np.ascontiguousarray(a), np.ascontiguousarray(v), side == "right")
         if found is not None:
             return np.frombuffer(found, np.int64)

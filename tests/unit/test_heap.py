@@ -33,25 +33,43 @@ def test_give_back_is_safe_to_call_again():
 
 
 async def test_the_browser_gives_memory_back_between_its_two_stages(monkeypatch):
+    """Noted where each stage is built (in the load's worker, in order), not where the app reads its
+    messages; the memory table is left to stage 2 here (its own hand-back: the next test)."""
+    from kerneltui.tui import app as app_module
     from kerneltui.tui.app import build_app
-    from kerneltui.tui.messages import BrowseReady, KernelsReady
     from tests.tui.helpers import settle
 
     order = []
     monkeypatch.setattr(heap, "LARGE", 0)
     monkeypatch.setattr(heap, "_trim", lambda pad: order.append("give back"))
+    monkeypatch.setattr(app_module, "early_memory_table", lambda trace: None)
+    for stage in ("build_kernels", "build_browse"):
+        real = getattr(app_module, stage)
+
+        def noted(*args, real=real, stage=stage):
+            order.append(stage)
+            return real(*args)
+
+        monkeypatch.setattr(app_module, stage, noted)
     app = build_app(str(GPT))
-
-    def seen(message):
-        if isinstance(message, (KernelsReady, BrowseReady)):
-            order.append(type(message).__name__)
-
-    async with app.run_test(message_hook=seen) as pilot:
+    async with app.run_test() as pilot:
         await settle(app, pilot)
-    # at the load's end; at the memory table's end, on its own thread beside stage 1; and between the
-    # stages (before stage 2 exists). (The messages are noted when the app reads them, which may be after
-    # a later hand-back: only the first hand-back and the last message have a place.)
-    assert order.count("give back") == 3 and order[0] == "give back" and order[-1] == "BrowseReady"
+    # once at the load's end, then once between the stages (before stage 2 exists)
+    assert order == ["give back", "build_kernels", "give back", "build_browse"]
+
+
+def test_the_memory_table_made_beside_stage_1_gives_its_memory_back_on_its_thread(monkeypatch):
+    import threading
+
+    from kerneltui.trace.model import load_trace
+    from kerneltui.tui.model import early_memory_table
+
+    trace = load_trace(GPT, cache=False)
+    given = []
+    monkeypatch.setattr(heap, "LARGE", 0)
+    monkeypatch.setattr(heap, "_trim", lambda pad: given.append(threading.current_thread().name))
+    table = early_memory_table(trace).result(timeout=60)
+    assert table is not None and table.devices and given == ["kerneltui-memory"]
 
 
 def test_arrow_allocates_with_the_system_malloc_that_give_back_trims():

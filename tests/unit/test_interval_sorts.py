@@ -171,6 +171,11 @@ def test_search_ascending_is_numpys_searchsorted(side):
     values = np.arange(0, 3_000_000, 3)
     keys = np.array([-1, 0, 1, 2_999_997, 5_000_000])
     assert search_ascending(values, keys, side).tolist() == np.searchsorted(values, keys, side=side).tolist()
+    # views at an odd offset (not 8-byte aligned) and 2-D keys: numpy's answers, and shapes
+    odd = np.frombuffer(bytes(1) + np.arange(40, dtype=np.int64).tobytes(), np.int64, count=40, offset=1)
+    assert search_ascending(odd, odd.copy(), side).tolist() == np.searchsorted(odd, odd, side=side).tolist()
+    grid = np.arange(12).reshape(3, 4)
+    assert search_ascending(values, grid, side).tolist() == np.searchsorted(values, grid, side=side).tolist()
 
 
 def test_search_ascending_merges_in_c_and_hands_back_keys_out_of_order():
@@ -180,6 +185,8 @@ def test_search_ascending_merges_in_c_and_hands_back_keys_out_of_order():
     assert np.frombuffer(_scan.search_ascending(a, np.array([0, 3, 3, 8], np.int64), True), np.int64).tolist() == [0, 3, 3, 4]
     assert np.frombuffer(_scan.search_ascending(a, np.array([0, 3, 3, 8], np.int64), False), np.int64).tolist() == [0, 1, 1, 4]
     assert _scan.search_ascending(a, np.array([3, 2], np.int64), True) is None
+    odd = np.frombuffer(bytes(1) + a.tobytes(), np.int64, count=4, offset=1)
+    assert _scan.search_ascending(odd, a, True) is None  # not 8-byte aligned: numpy's to read
     with pytest.raises(ValueError):
         _scan.search_ascending(a, np.array([1, 2], np.int32), True)  # 8 bytes, but not one int64
     with pytest.raises(ValueError):

@@ -475,6 +475,9 @@ def test_events_alternating_between_combos_read_as_the_python_decoder_reads_them
     sweeps = [{"pid": b"%d" % k} for k in range(2, 302)] + [{"tid": b"%d" % -k} for k in range(1, 301)]
     sweeps += [{"pid": b'"1"'}, {"tid": b'"1"'}, {"ph": b"i"}, {"ph": b"XX"}, {"cat": b"c" * 32}, {"cat": b"c" * 33}]
     sweeps += [{"cat": b"c%04dp" % k} for k in range(300)]  # "cpu_op"'s length and ends
+    # fields that differ where the hash does not look: ph "i" and ")" are equal mod 64, and "kernelV"
+    # lands in "kernel"'s slot (same ids): only the ph bytes' and the cat length's compares tell them apart
+    sweeps += [{"ph": b"i"}, {"ph": b")"}, {"cat": b"kernel"}, {"cat": b"kernelV"}, {"cat": b"kernel"}]
     events = [b'{"name": "bare", "pid": 0, "tid": 0, "ts": 1, "dur": 1}',  # an empty slot's fields
               b'{"ph": "X", "cat": "kernel", "name": "late", "pid": 2, "tid": 2, "ts": 1e300, "dur": 1}']
     for n, fields in enumerate(sweeps):
