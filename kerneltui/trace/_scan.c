@@ -1218,8 +1218,6 @@ static PyObject *str_of(const Str *s) { return PyUnicode_DecodeUTF8((const char 
 
 static PyObject *id_object(int is_str, int64_t v, const Str *s) { return is_str ? str_of(s) : PyLong_FromLongLong(v); }
 
-/* The event's combo (classified once, by the caller's Python function); its lane assigned at
-   its first row. */
 static ComboMemo *memo_slot(State *st, const Event *ev) {
     if (ev->pid_is_str || ev->tid_is_str || ev->ph.n > MEMO_PH || ev->cat.n > MEMO_CAT) return NULL;
     size_t n = ev->cat.n;
@@ -1234,6 +1232,8 @@ static int memo_holds(const ComboMemo *m, const Event *ev) {
            !memcmp(m->ph, ev->ph.s, ev->ph.n) && !memcmp(m->cat, ev->cat.s, ev->cat.n);
 }
 
+/* The event's combo (classified once, by the caller's Python function); its lane assigned at
+   its first row. */
 static ComboInfo *combo_of(State *st, Event *ev, size_t *lane_at) {
     ComboMemo *m = memo_slot(st, ev);
     if (m && memo_holds(m, ev)) {
@@ -1732,16 +1732,17 @@ done:
     return result;
 }
 
-/* search_ascending(a, v, right): np.searchsorted(a, v, "right" if right else "left") for int64 ``a`` and
-   ``v`` both ascending, by one merge pass: numpy searches each key afresh (from the last key's place, still a
-   binary search: 25-50 ms a million keys). int64 bytes, or None where ``v`` is not ascending or either
-   buffer is not 8-byte aligned (a view at an odd offset: numpy's search reads it instead). */
+/* A buffer of native-order int64s (numpy formats int64 as "l", a C long long is "q"). */
 static int is_int64(const Py_buffer *b) {
     const char *f = b->format ? b->format : "B";
     if (*f == '<' || *f == '=' || *f == '@') f++;
     return b->itemsize == 8 && (!strcmp(f, "q") || !strcmp(f, "l"));
 }
 
+/* search_ascending(a, v, right): np.searchsorted(a, v, "right" if right else "left") for int64 ``a`` and
+   ``v`` both ascending, by one merge pass: numpy searches each key afresh (from the last key's place, still a
+   binary search: 25-50 ms a million keys). int64 bytes, or None where ``v`` is not ascending or either
+   buffer is not 8-byte aligned (a view at an odd offset: numpy's search reads it instead). */
 static PyObject *search_ascending(PyObject *self, PyObject *args) {
     PyObject *a_obj, *v_obj;
     Py_buffer a = {0}, v = {0};
