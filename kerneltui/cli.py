@@ -8,6 +8,8 @@ so that ``kerneltui --help`` and a bad path answer at once.
 from __future__ import annotations
 
 import argparse
+import atexit
+import gc
 import importlib
 import os
 import sys
@@ -46,6 +48,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    if argv is None:
+        # The program itself (a program that calls main(argv) keeps its collector). The interpreter's
+        # exit runs full collections over every object the run made: 0.05-0.06 s after a 1 GB summary
+        # (0.085 -> 0.034 s from the command's end to the process's). Frozen after the other exit
+        # handlers (this one runs last), they are skipped; the process's memory goes back whole.
+        atexit.register(gc.freeze)
     argv = list(sys.argv[1:] if argv is None else argv)
     # `kerneltui TRACE` is short for `kerneltui open TRACE`.
     if argv and not argv[0].startswith("-") and argv[0] not in SUBCOMMANDS:

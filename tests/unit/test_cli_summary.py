@@ -293,3 +293,26 @@ def test_open_hands_the_gil_over_sooner_and_leaves_the_interval_as_it_was(monkey
     assert cli.main(["summary", "no-such.json"]) == 0
     assert seen == [pytest.approx(open_command.SWITCH_INTERVAL_S), before]
     assert sys.getswitchinterval() == before
+
+
+EXIT_PROBE = """
+import atexit, gc, os, sys
+atexit.register(lambda: os.write(1, b"frozen at exit: %d\\n" % (gc.get_freeze_count() > 0)))  # runs last
+from kerneltui.cli import main
+sys.argv = ["kerneltui", "summary", "traces/add_relu_1M_eager.json.gz", "--format", "csv"]
+code = main({argv})
+sys.stdout.flush()
+sys.exit(code)
+"""
+
+
+@pytest.mark.parametrize(("argv", "frozen"), [("", 1), ("sys.argv[1:]", 0)])
+def test_the_program_skips_the_exit_collections_and_a_caller_keeps_them(argv, frozen):
+    # the program's objects are frozen after its last exit handler, so the interpreter's exit does not
+    # walk them; a program that calls main(argv) keeps its collector as it was
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), **cache_env()}
+    result = subprocess.run([sys.executable, "-c", EXIT_PROBE.format(argv=argv)], capture_output=True, text=True,
+                            env=env, cwd=ROOT, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("key,short,full_name,kind,count,")  # the summary, written before the exit
+    assert result.stdout.endswith(f"frozen at exit: {frozen}\n")
