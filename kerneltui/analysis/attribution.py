@@ -49,6 +49,7 @@ from kerneltui.trace.frames import MODULE_FRAME, innermost_frames, sources
 from kerneltui.trace.intervals import innermost, split_by
 from kerneltui.trace.model import Trace
 from kerneltui.trace.schema import Kind
+from kerneltui.trace.text_columns import texts
 
 OPTIMIZER = "optimizer"
 LOSS = "loss"
@@ -140,10 +141,10 @@ def _attribute(trace: Trace) -> Attribution:
     node = _innermost_of(trace, _rows_with_sequence(trace), lane[backward], t[backward])
     forward_op[backward] = _forward_of_nodes(trace, node)
 
-    unit = np.full(n, "", dtype=object)
-    unplaced = np.full(n, "", dtype=object)
-    how = np.full(n, "", dtype=object)
-    source = np.full(n, "", dtype=object)
+    unit = texts(n)
+    unplaced = texts(n)
+    how = texts(n)
+    source = texts(n)
     labels: dict[str, str] = {}
 
     # where the forward op is: launches of the forward pass at the launch, the backward's forward op at itself
@@ -266,8 +267,8 @@ def _forward_of_nodes(trace: Trace, nodes: np.ndarray) -> np.ndarray:
 
 def _modules(trace: Trace, lanes: np.ndarray, t: np.ndarray, has: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The nn.Module path ("A_0.B_1") and user source line around each (lane, time)."""
-    module = np.full(len(t), "", dtype=object)
-    source = np.full(len(t), "", dtype=object)
+    module = texts(len(t))
+    source = texts(len(t))
     where = np.flatnonzero(has)
     if not len(where):
         return module, source
@@ -288,7 +289,7 @@ def _modules(trace: Trace, lanes: np.ndarray, t: np.ndarray, has: np.ndarray) ->
 
 def _forward_op_keys(trace: Trace, lanes: np.ndarray, t: np.ndarray, has: np.ndarray) -> np.ndarray:
     """'aten::conv2d #17': the outermost op around each (lane, time), numbered by name within its step."""
-    out = np.full(len(t), "", dtype=object)
+    out = texts(len(t))
     top = trace.top_level_ops()
     if not len(top):
         return out

@@ -26,6 +26,7 @@ import pandas as pd
 from kerneltui.trace.frames import innermost_frames, sources
 from kerneltui.trace.intervals import innermost, split_by
 from kerneltui.trace.schema import Kind
+from kerneltui.trace.text_columns import texts
 
 MEMORY_NAME = "[memory]"
 CUDA = 1  # Device Type of a CUDA device's events (0 is the CPU)
@@ -215,9 +216,9 @@ def memory_table(trace, top: int = TOP_OPS) -> MemoryTable | None:
     wanted = np.flatnonzero(needed)
     slot = np.full(len(m.ts), -1, np.int64)
     slot[wanted] = np.arange(len(wanted))
-    names = np.full(len(wanted), NO_OP, object)
-    module = np.full(len(wanted), "", object)
-    source = np.full(len(wanted), "", object)
+    names = texts(len(wanted), NO_OP)
+    module = texts(len(wanted))
+    source = texts(len(wanted))
     if len(wanted):
         op_rows = enclosing_ops(trace, m.lane[wanted], m.ts[wanted])
         names[:] = np.where(op_rows >= 0, trace.names_of(trace.events["name"].to_numpy()[np.clip(op_rows, 0, None)]),

@@ -14,6 +14,14 @@ import numpy as np
 import pandas as pd
 
 
+def texts(n: int, text: str = "") -> np.ndarray:
+    """``np.full(n, text, dtype=object)``, every row the one str: numpy's full makes a str per row from its
+    unicode copy (12 ms and 8 MB for 160k rows, against 0.35 ms)."""
+    out = np.empty(n, dtype=object)
+    out.fill(text)
+    return out
+
+
 def text_values(column: pd.Series) -> np.ndarray:
     """``column.astype(str).to_numpy()``: an object array of str, the same values, built per distinct value."""
     values = column.array

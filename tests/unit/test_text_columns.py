@@ -1,11 +1,11 @@
-"""text_values / text_in: the same values as ``astype(str)``, built per distinct name."""
+"""text_values / text_in: the same values as ``astype(str)``, built per distinct name; texts: numpy's full of one str."""
 
 import numpy as np
 import pandas as pd
 import pytest
 
 from kerneltui.trace import load_trace
-from kerneltui.trace.text_columns import text_in, text_values
+from kerneltui.trace.text_columns import text_in, text_values, texts
 
 COLUMNS = {
     "categorical": pd.Series(pd.Categorical.from_codes([2, 0, 1, 0], categories=["add", "", "mm"])),
@@ -42,3 +42,13 @@ def test_gpu_table_names_as_strings(shipped_trace="tests/data/traces/mlp_bf16_ea
     for column in ("short", "full_name", "op", "launch", "key"):
         assert text_values(g[column]).tolist() == g[column].astype(str).tolist()
     assert text_in(g["op"], {"aten::addmm"}).sum() == (g["op"].astype(str) == "aten::addmm").sum() > 0
+
+
+@pytest.mark.parametrize(("n", "text"), [(0, ""), (1, "no-op"), (160_000, ""), (5, "step")])
+def test_texts_is_numpys_full_of_one_str(n, text):
+    out = texts(n, text) if text else texts(n)
+    assert out.dtype == object and out.shape == (n,)
+    assert np.array_equal(out, np.full(n, text, dtype=object))
+    assert len({id(v) for v in out}) == min(n, 1)  # one str, not a str made per row
+    out[0:1] = "x"  # written like any array
+    assert n == 0 or (out[0] == "x" and (n == 1 or out[1] == text))

@@ -26,7 +26,7 @@ from kerneltui.analysis.traffic.compute_rules import template_dims
 from kerneltui.trace.intervals import innermost
 from kerneltui.trace.model import Trace, parse_shapes
 from kerneltui.trace.schema import Kind
-from kerneltui.trace.text_columns import text_values
+from kerneltui.trace.text_columns import text_values, texts
 
 # Innermost ops whose kernels are library calls, by prefix (aten ops keep these names when compiled).
 LIBRARY_OPS = {
@@ -123,7 +123,7 @@ def _event_roles(trace: Trace) -> EventRoles:
         library[rows[aids == aid]] = identity[aid][0]
     cast = np.zeros(n, bool)
     scalar = np.zeros(n, bool)
-    signature = np.full(n, "", dtype=object)
+    signature = texts(n)
     for i in np.flatnonzero(anchor < 0):
         op_row = int(op_rows[i])
         if op_row < 0:

@@ -24,7 +24,7 @@ from kerneltui.analysis.compare.anchors import event_roles
 from kerneltui.analysis.compare.phases import compiled_rows
 from kerneltui.analysis.provenance.split import SideProvenance
 from kerneltui.analysis.traffic import FLOP_BASES
-from kerneltui.trace.text_columns import text_in, text_values
+from kerneltui.trace.text_columns import text_in, text_values, texts
 
 MATCH_COLUMNS = ["kind", "phase", "name", "a_name", "b_name", "a_keys", "b_keys", "a_count", "b_count", "a_ns",
                  "b_ns", "delta_ns", "a_bytes", "b_bytes", "a_flops", "b_flops", "a_dtype", "b_dtype", "a_max_gbs", "b_max_gbs", "confidence", "reason", "region", "a_rows", "b_rows",
@@ -171,7 +171,7 @@ def matched_kernels(a, b, traffic_a, traffic_b, phase_a: np.ndarray | None = Non
     for trace, phase, records in ((a, phase_a, records_a), (b, phase_b, records_b)):
         g = trace.gpu
         order = np.lexsort((g["ts"].to_numpy(), g["launch_ts"].to_numpy()))
-        phase = np.full(len(g), "step", dtype=object) if phase is None else np.asarray(phase, dtype=object)
+        phase = texts(len(g), "step") if phase is None else np.asarray(phase, dtype=object)
         provenance = SideProvenance.of(trace, records) if with_records else None
         keys = text_values(g["key"])
         sides.append(Side(event_roles(trace), keys, g["iteration"].to_numpy(), phase, order, provenance,

@@ -39,6 +39,7 @@ import numpy as np
 from kerneltui.analysis.provenance.join import of_trace, region_key
 from kerneltui.trace.intervals import summable
 from kerneltui.trace.schema import Kind
+from kerneltui.trace.text_columns import texts
 
 if TYPE_CHECKING:
     from kerneltui.trace.model import Trace
@@ -75,7 +76,7 @@ def gpu_phases(trace: Trace) -> np.ndarray:
     threads = trace.lanes["thread"].astype(str).str.contains(AUTOGRAD_THREAD, regex=False).to_numpy()
     backward |= (lane >= 0) & threads[np.clip(lane, 0, None)]
     in_step = g["iteration"].to_numpy() >= 0
-    out = np.full(len(g), "", dtype=object)
+    out = texts(len(g))
     out[in_step] = "forward"
     out[in_step & backward] = "backward"
     out[in_step & optimizer] = "optimizer"

@@ -17,7 +17,7 @@ import pandas as pd
 from kerneltui.analysis.provenance.records import KernelProvenance
 from kerneltui.analysis.traffic import Traffic
 from kerneltui.trace.model import Trace
-from kerneltui.trace.text_columns import text_values
+from kerneltui.trace.text_columns import text_values, texts
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,7 @@ class SideEvents:
     @classmethod
     def of(cls, trace: Trace, traffic: Traffic, records: list[KernelProvenance | None]) -> SideEvents:
         g = trace.gpu
-        where = np.full(len(g), "", dtype=object)
+        where = texts(len(g))
         if trace.meta.with_stack and len(g):
             src = trace.gpu_sources
             for i, (source, module) in enumerate(zip(src["source"].tolist(), src["module"].tolist())):

@@ -9,6 +9,7 @@ import numpy as np
 
 from kerneltui.trace.model import Trace
 from kerneltui.trace.schema import Kind
+from kerneltui.trace.text_columns import texts
 
 _WORK_CALL = re.compile(r"^(cuda|cu|hip|hipExt)\w*(Launch|Memcpy|Memset)")
 _NOT_WORK = re.compile(r"LaunchHostFunc|Occupancy|LaunchAttribute")
@@ -34,7 +35,7 @@ def launch_causes(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
     work = _work_call_codes(trace)
     calls = np.isin(kinds, (Kind.RUNTIME, Kind.DRIVER)) & np.isin(names, list(work))
     rows = np.flatnonzero(calls)
-    cause = np.full(len(rows), "", object)
+    cause = texts(len(rows))
     if not len(rows):
         return rows, cause
     lost = ~_among(corr[rows], trace.gpu["correlation"].to_numpy()) | (corr[rows] < 0)

@@ -29,6 +29,7 @@ from kerneltui.analysis.ranks.collectives import (
 from kerneltui.errors import NotATrace, TraceError
 from kerneltui.trace.intervals import union_length, union_runs
 from kerneltui.trace.model import Trace, load_trace
+from kerneltui.trace.text_columns import texts
 
 PROFILE_BINS = 400  # a rank's busy profile for the job timeline: enough for the widest terminal
 _RANK_IN_NAME = re.compile(r"rank[-_ ]?(\d+)", re.IGNORECASE)
@@ -191,7 +192,7 @@ def _collectives(trace: Trace, g, names: np.ndarray) -> tuple[Collectives, np.nd
     comm = np.zeros(len(codes), bool)
     comm[rows] = True
     kind = kinds[rows].copy()
-    group = np.full(len(rows), "", object)
+    group = texts(len(rows))
     seq = np.full(len(rows), -1, np.int64)
     nbytes = np.full(len(rows), -1, np.int64)
     event_rows = g["row"].to_numpy()[rows]  # the kernel's row in trace.events, where its record is

@@ -17,7 +17,7 @@ from kerneltui.trace.devices import DeviceSpec, device_spec
 from kerneltui.trace.model import parse_shapes
 from kerneltui.trace.schema import Kind
 from kerneltui.trace.shape_texts import text_classes
-from kerneltui.trace.text_columns import text_values
+from kerneltui.trace.text_columns import text_values, texts
 
 if TYPE_CHECKING:
     from kerneltui.trace.model import Trace
@@ -247,8 +247,8 @@ def compute_traffic(trace: Trace, device_name: str | None = None,
 
     n = len(g)
     moved, flops, largest = np.full(n, np.nan), np.full(n, np.nan), np.full(n, np.nan)
-    basis = np.full(n, "no-op", dtype=object)
-    dtype = np.full(n, "", dtype=object)
+    basis = texts(n, "no-op")
+    dtype = texts(n)
     if is_kernel.any():
         op_rows = np.unique(op_row[is_kernel])
         ops = _fused_optimizers(trace, op_rows, _parse_ops(trace, op_rows))
@@ -272,7 +272,7 @@ def compute_traffic(trace: Trace, device_name: str | None = None,
     moved[known_copy] = copy_bytes[known_copy]
     largest[known_copy] = copy_bytes[known_copy]
     basis[copies] = "memset"
-    labels = np.full(n, "", dtype=object)
+    labels = texts(n)
     memcpy = np.flatnonzero(kind == Kind.MEMCPY)
     if len(memcpy):
         full = text_values(g["full_name"])[memcpy]
