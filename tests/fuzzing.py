@@ -1738,6 +1738,8 @@ def raw_difference(left, right) -> str | None:
             if a.memory[name].dtype != b.memory[name].dtype or not np.array_equal(a.memory[name], b.memory[name]):
                 return f"memory {name} ({len(a.memory[name])} rows vs {len(b.memory[name])} rows)"
         return f"memory {a.memory} vs {b.memory}"
+    if a.kernel_fields != b.kernel_fields:  # the kernels' side table
+        return f"kernel fields {a.kernel_fields} vs {b.kernel_fields}"
     if a.losses.events != b.losses.events or a.losses.fields != b.losses.fields:
         return f"losses {dict(a.losses.events)}/{dict(a.losses.fields)} vs {dict(b.losses.events)}/{dict(b.losses.fields)}"
     if meta_a != meta_b:

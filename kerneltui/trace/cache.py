@@ -8,9 +8,10 @@ trace replaced in place, or a newer decoder, never sees stale columns.
 
 Layout: ``<cache dir>/<path digest>-<entry digest>.arrow``, one record batch of
 one row: each event column as a ``large_list`` of its numpy dtype (read back
-zero-copy from a private, copy-on-write mapping), the side table of the ``[memory]``
-events the same way (``memory_row``, ``memory_allocated``, ...: schema.MEMORY_COLUMNS
-under MEMORY_PREFIX), ``shapes`` (the shapes blob)
+zero-copy from a private, copy-on-write mapping), the side tables of the ``[memory]``
+events and of the kernels' fields the same way (``memory_row``, ``memory_allocated``, ...:
+schema.MEMORY_COLUMNS under MEMORY_PREFIX; ``kernel_row``, ``kernel_grid_x``, ...:
+schema.KERNEL_COLUMNS under KERNEL_PREFIX), ``shapes`` (the shapes blob)
 and ``info`` (JSON: names, lanes, metadata events, top-level keys, losses, the
 TraceMeta, the key it was written for and a CRC32 of every column).
 
@@ -83,10 +84,13 @@ from kerneltui.trace.cache_dir import (  # noqa: F401 - the directory's rules, n
 from kerneltui.trace.load import RawTrace, read_trace
 from kerneltui.trace.repair import Losses
 from kerneltui.trace.schema import (
-    EVENT_COLUMNS,
+    KERNEL_COLUMNS,
+    KERNEL_PREFIX,
     MEMORY_COLUMNS,
     MEMORY_PREFIX,
+    ROW_COLUMNS,
     Device,
+    KernelColumns,
     MemoryColumns,
     TraceMeta,
 )
@@ -94,7 +98,7 @@ from kerneltui.trace.schema import (
 # Bump whenever what read_trace returns changes shape or meaning (columns, RawTrace or TraceMeta
 # fields, what a field holds). The key also holds a digest of the loader's source (LOADER_MODULES),
 # so an edited decoder misses the cache even where this was not bumped.
-SCHEMA_VERSION = 2  # 2: the [memory] events' side table (RawTrace.memory)
+SCHEMA_VERSION = 3  # 2: the [memory] events' side table (RawTrace.memory); 3: the kernels' (RawTrace.kernel_fields)
 LOADER_MODULES = ("load", "ahead", "decode", "scanner", "worker", "events", "blocks", "repair", "begin_end", "pool", "meta",
                   "schema", "fits", "heap", "threads", "top_level", "whole_file", "sink")
 
@@ -262,19 +266,26 @@ def read_entry(where: Path, key: dict) -> tuple[RawTrace, TraceMeta]:
     info = orjson.loads(info_blob)
     if info.get("key") != key:
         raise StaleEntry("written for another file or loader")
-    columns = {name: _column(batch, name, dtype, view, whole, info) for name, dtype in EVENT_COLUMNS.items()}
+    columns = {name: _column(batch, name, dtype, view, whole, info) for name, dtype in ROW_COLUMNS.items()}
     memory = {name: _column(batch, MEMORY_PREFIX + name, dtype, view, whole, info) for name, dtype in MEMORY_COLUMNS.items()}
+    kernels = {name: _column(batch, KERNEL_PREFIX + name, dtype, view, whole, info) for name, dtype in KERNEL_COLUMNS.items()}
     shapes = _binary(batch, "shapes")
     if zlib.crc32(shapes) != info["crc32"]["shapes"]:
         raise ValueError("the shapes fail their checksum")
     lengths = {len(c) for c in columns.values()}
     if len(lengths) != 1:
         raise ValueError("columns of different lengths")
+    n = lengths.pop()
     rows = memory["row"]
-    if len({len(c) for c in memory.values()}) != 1 or (len(rows) and not (0 <= rows.min() and rows.max() < lengths.pop())):
+    if len({len(c) for c in memory.values()}) != 1 or (len(rows) and not (0 <= rows.min() and rows.max() < n)):
         raise ValueError("the [memory] side table does not fit the columns")
+    rows = kernels["row"]
+    if len({len(c) for c in kernels.values()}) != 1 or (len(rows) and not (
+            0 <= rows[0] and rows[-1] < n and (rows[1:] > rows[:-1]).all())):
+        raise ValueError("the kernels' side table does not fit the columns")  # Trace.gpu searches its rows
     raw = _raw(columns, shapes, info["raw"])
     raw.memory = MemoryColumns(memory)
+    raw.kernel_fields = KernelColumns(kernels)
     return raw, _meta(info["meta"])
 
 
@@ -310,6 +321,7 @@ def _raw(columns: dict, shapes: bytes, d: dict) -> RawTrace:
     raw = RawTrace.__new__(RawTrace)  # the decoder it is built from is not kept: fill the fields it left
     raw.columns = columns
     raw.memory = MemoryColumns()  # read_entry sets the entry's
+    raw.kernel_fields = KernelColumns()  # likewise
     raw.names = d["names"]
     raw.lanes = [tuple(lane) for lane in d["lanes"]]
     raw.metadata = [tuple(m) for m in d["metadata"]]
@@ -339,7 +351,7 @@ def _raw_info(raw: RawTrace) -> dict:
 
 
 # Every field of a RawTrace that the cache keeps (tests compare it with a cold load's fields).
-RAW_FIELDS = frozenset(("columns", "memory", "names", "lanes", "metadata", "flow_events", "shapes_blob", "top",
+RAW_FIELDS = frozenset(("columns", "memory", "kernel_fields", "names", "lanes", "metadata", "flow_events", "shapes_blob", "top",
                         "truncated", "end_damaged", "losses"))
 
 
@@ -369,14 +381,16 @@ def write_entry(where: Path, key: dict, raw: RawTrace, meta: TraceMeta) -> bool:
         private_dir(directory, create=True)
         cap = max_bytes()
         n = len(raw.columns["ts"])
-        k = len(raw.memory)
-        estimate = (sum(n * np.dtype(t).itemsize for t in EVENT_COLUMNS.values())
-                    + sum(k * np.dtype(t).itemsize for t in MEMORY_COLUMNS.values()) + len(raw.shapes_blob))
+        k, g = len(raw.memory), len(raw.kernel_fields)
+        estimate = (sum(n * np.dtype(t).itemsize for t in ROW_COLUMNS.values())
+                    + sum(k * np.dtype(t).itemsize for t in MEMORY_COLUMNS.values())
+                    + sum(g * np.dtype(t).itemsize for t in KERNEL_COLUMNS.values()) + len(raw.shapes_blob))
         if estimate > cap:
             return False
-        # the event columns and the [memory] side table, by their names in the entry
-        kept = {**{name: (raw.columns[name], dtype) for name, dtype in EVENT_COLUMNS.items()},
-                **{MEMORY_PREFIX + name: (raw.memory[name], dtype) for name, dtype in MEMORY_COLUMNS.items()}}
+        # the event columns and the side tables, by their names in the entry
+        kept = {**{name: (raw.columns[name], dtype) for name, dtype in ROW_COLUMNS.items()},
+                **{MEMORY_PREFIX + name: (raw.memory[name], dtype) for name, dtype in MEMORY_COLUMNS.items()},
+                **{KERNEL_PREFIX + name: (raw.kernel_fields[name], dtype) for name, dtype in KERNEL_COLUMNS.items()}}
         crc = {name: zlib.crc32(np.ascontiguousarray(column, dtype=dtype)) for name, (column, dtype) in kept.items()}
         crc["shapes"] = zlib.crc32(raw.shapes_blob)
         raw_info = _raw_info(raw)

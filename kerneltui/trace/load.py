@@ -34,7 +34,7 @@ from kerneltui.trace.fits import check_fits
 from kerneltui.trace.meta import trace_meta
 from kerneltui.trace.pool import ChunkPool
 from kerneltui.trace.repair import Losses
-from kerneltui.trace.schema import MemoryColumns, TraceMeta
+from kerneltui.trace.schema import KernelColumns, MemoryColumns, TraceMeta
 from kerneltui.trace.sink import ColumnSink
 from kerneltui.trace.top_level import (  # noqa: F401 - top_level_members: public here as before
     BLANK,
@@ -59,9 +59,11 @@ class RawTrace:
     """What the loader produces: columns, interned strings, metadata events, top-level keys."""
 
     def __init__(self, columns, decoder: ChunkDecoder, top: dict, truncated: bool, end_damaged: bool = False,
-                 memory: MemoryColumns | None = None):
-        self.columns: dict[str, np.ndarray] = columns
+                 memory: MemoryColumns | None = None, kernel_fields: KernelColumns | None = None):
+        self.columns: dict[str, np.ndarray] = columns  # schema.ROW_COLUMNS
         self.memory: MemoryColumns = memory if memory is not None else MemoryColumns()  # [memory] events' other args
+        # the kernels' launch shape, registers, shared memory and occupancy, for the rows that have them
+        self.kernel_fields: KernelColumns = kernel_fields if kernel_fields is not None else KernelColumns()
         self.names: list[str] = decoder.names.values()
         self.lanes: list[tuple] = decoder.lanes.values()
         self.metadata = decoder.metadata
@@ -369,9 +371,9 @@ class _EventReader:
             paired = pair_begin_end(self.decoder.begin_end, self.decoder.losses)
             self.decoder.begin_end = []
             self.chunks.append(self.decoder.columns(paired))
-        columns, memory = self.chunks.joined()
+        columns, memory, kernel_fields = self.chunks.joined()
         heap.give_back(len(columns["ts"]))  # what the chunks' decoding freed (trace/heap.py)
-        return RawTrace(columns, self.decoder, top, truncated, end_damaged, MemoryColumns(memory))
+        return RawTrace(columns, self.decoder, top, truncated, end_damaged, MemoryColumns(memory), kernel_fields)
 
 
 def _before_blank(buffer, at: int) -> int:

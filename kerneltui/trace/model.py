@@ -36,6 +36,8 @@ class Trace:
         self.shapes_blob = raw.shapes_blob
         # the [memory] events' Total Allocated, Total Reserved, Device Type, Device Id and Addr, by row
         self.memory = raw.memory
+        # the kernels' launch shape, registers, shared memory and occupancy, by row: columns of self.gpu
+        self.kernel_fields = raw.kernel_fields
         self.lanes = _lanes(raw)
         self._names_array = np.array(raw.names + [""], dtype=object)
         self._stacks: dict[int, OpStack | None] = {}
@@ -69,7 +71,7 @@ class Trace:
     @cached_property
     def gpu(self) -> pd.DataFrame:
         """GPU work (kernels, memcpy, memset) in time order, linked to launch and op."""
-        table = gpu_table(self.events, self.names, self.lanes, self.op_stack)
+        table = gpu_table(self.events, self.names, self.lanes, self.op_stack, self.kernel_fields)
         its = self.iterations
         table["iteration"] = its.assign(table["launch_ts"].to_numpy())
         table["step"] = its.step_numbers(table["launch_ts"].to_numpy())

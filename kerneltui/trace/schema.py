@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import IntEnum
+from typing import ClassVar
 
 import numpy as np
 
@@ -82,7 +83,8 @@ def kind_of(ph_is_complete: bool, category: str) -> int:
     return int(KIND_BY_CATEGORY.get(category.lower(), Kind.OTHER))
 
 
-# Columns of the event table (all numpy, one row per kept event; -1 = absent).
+# Columns of a decoded chunk (all numpy, one row per kept event; -1 = absent). The event table has them
+# but the kernels' fields (ROW_COLUMNS), which the loader keeps aside (KERNEL_FIELDS, below).
 EVENT_COLUMNS = {
     "kind": "int8",
     "name": "int32",  # code into Trace.names
@@ -127,15 +129,16 @@ MEMORY_COLUMNS = {
 MEMORY_PREFIX = "memory_"
 
 
-class MemoryColumns:
-    """The side table (MEMORY_COLUMNS): one array per field, all of one length, one entry per Kind.MEMORY
-    row of the event table, in row order. Equal when every array is (dtype and values)."""
+class SideColumns:
+    """A side table (``SPEC``'s columns): one array per field, all of one length, one entry per row of the
+    event table that has one, in row order. Equal when every array is (dtype and values, NaN equal to NaN)."""
 
+    SPEC: ClassVar[dict[str, str]] = {}
     __slots__ = ("columns",)
 
     def __init__(self, columns: dict[str, np.ndarray] | None = None):
         if columns is None:
-            columns = {name: np.empty(0, dtype) for name, dtype in MEMORY_COLUMNS.items()}
+            columns = {name: np.empty(0, dtype) for name, dtype in self.SPEC.items()}
         self.columns: dict[str, np.ndarray] = columns
 
     def __len__(self) -> int:
@@ -145,15 +148,86 @@ class MemoryColumns:
         return self.columns[name]
 
     def __eq__(self, other) -> bool:
-        if not isinstance(other, MemoryColumns) or self.columns.keys() != other.columns.keys():
-            return NotImplemented if not isinstance(other, MemoryColumns) else False
-        return all(a.dtype == other.columns[k].dtype and np.array_equal(a, other.columns[k])
-                   for k, a in self.columns.items())
+        if type(other) is not type(self):
+            return NotImplemented
+        return self.columns.keys() == other.columns.keys() and all(
+            a.dtype == other.columns[k].dtype and np.array_equal(a, other.columns[k], equal_nan=a.dtype.kind == "f")
+            for k, a in self.columns.items())
 
     __hash__ = None  # mutable arrays
 
     def __repr__(self) -> str:
-        return f"MemoryColumns({len(self)} rows)"
+        return f"{type(self).__name__}({len(self)} rows)"
+
+
+class MemoryColumns(SideColumns):
+    """The [memory] events' side table (MEMORY_COLUMNS)."""
+
+    SPEC = MEMORY_COLUMNS
+    __slots__ = ()
+
+
+# The fields of a GPU kernel's record (CUPTI's launch shape, registers, shared memory, occupancy). A
+# decoder reads them into columns of every event of a chunk; the loader keeps them in a side table of the
+# rows that have any (at 1 GB, 6% of 2.5M events: as columns of every row they were 40 bytes of each
+# row's 143, 97 MB), and ``Trace.gpu`` puts them back as columns of its rows.
+KERNEL_FIELDS = ("grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z", "registers", "shared_memory",
+                 "occupancy")
+KERNEL_COLUMNS = {"row": "int64", **{name: EVENT_COLUMNS[name] for name in KERNEL_FIELDS}}
+KERNEL_PREFIX = "kernel_"  # the side table's columns in a cache entry
+# The event table's columns: every event's, with the kernels' fields aside
+ROW_COLUMNS = {name: dtype for name, dtype in EVENT_COLUMNS.items() if name not in KERNEL_FIELDS}
+
+
+def absent_value(dtype: str) -> float:
+    """A field's value where an event has none: NaN for a float column, -1 for an integer one."""
+    return np.nan if np.dtype(dtype).kind == "f" else -1
+
+
+class KernelColumns(SideColumns):
+    """The kernels' fields (KERNEL_COLUMNS) of the rows that have any (a value other than absent_value)."""
+
+    SPEC = KERNEL_COLUMNS
+    __slots__ = ()
+
+    @classmethod
+    def of_columns(cls, columns: dict[str, np.ndarray], first_row: int = 0) -> KernelColumns:
+        """The side table of columns that hold every row's fields (a decoded chunk's), its rows counted
+        from ``first_row``."""
+        n = len(columns["ts"])
+        has = np.zeros(n, bool)
+        for name in KERNEL_FIELDS:
+            column = columns[name]
+            has |= ~np.isnan(column) if column.dtype.kind == "f" else column != -1
+        rows = np.flatnonzero(has)
+        side = {"row": (rows + first_row).astype(np.int64)}
+        side.update({name: np.ascontiguousarray(columns[name][rows], KERNEL_COLUMNS[name]) for name in KERNEL_FIELDS})
+        return cls(side)
+
+    @classmethod
+    def joined(cls, parts: list[KernelColumns]) -> KernelColumns:
+        """Side tables of consecutive rows, in row order, as one."""
+        if not parts:
+            return cls()
+        return cls({name: np.concatenate([p.columns[name] for p in parts]).astype(dtype, copy=False)
+                    for name, dtype in KERNEL_COLUMNS.items()})
+
+    def at_rows(self, rows: np.ndarray) -> dict[str, np.ndarray]:
+        """Each field at the event rows ``rows`` (any order), absent_value where a row has none."""
+        rows = np.asarray(rows, np.int64)
+        side = self.columns["row"]
+        if len(side):
+            at = np.minimum(np.searchsorted(side, rows), len(side) - 1)
+            found = side[at] == rows
+        else:
+            at, found = np.zeros(len(rows), np.intp), np.zeros(len(rows), bool)
+        out = {}
+        for name in KERNEL_FIELDS:
+            dtype = KERNEL_COLUMNS[name]
+            column = np.full(len(rows), absent_value(dtype), dtype)
+            column[found] = self.columns[name][at[found]]
+            out[name] = column
+        return out
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,8 @@ at the end held every chunk and the joined columns at once, and wrote both into 
 chunk's memory is free for the next chunk's scan (ahead.py hands its columns back to the scanner).
 A file with more events than expected grows the columns (one copy); the end trims them to their rows.
 Chunks whose JSON is not known (worker processes' results, a file decoded whole) are kept as they
-come and joined at the end, as before.
+come and joined at the end, as before. Either way the kernels' fields (schema.KERNEL_FIELDS) of the
+rows that have any go to a side table, not into columns of every row.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from kerneltui.trace.decode import MEMORY_PREFIX
-from kerneltui.trace.schema import EVENT_COLUMNS, MEMORY_COLUMNS
+from kerneltui.trace.schema import MEMORY_COLUMNS, ROW_COLUMNS, KernelColumns
 
 ROOM = 1.25  # rows made for, over the rows expected: a file's first chunk is not quite its average
 GROWTH = 1.5
@@ -31,6 +32,7 @@ class ColumnSink:
         self.rows = 0
         self.columns: dict[str, np.ndarray] = {}  # each as long as the rows made for
         self.memory: list[dict[str, np.ndarray]] = []  # each chunk's side table, its rows counted from the first chunk's
+        self.kernels: list[KernelColumns] = []  # each chunk's kernel fields (schema.KERNEL_FIELDS), likewise
         self.kept: list[dict[str, np.ndarray]] | None = None  # chunks joined at the end (no JSON size to go by)
 
     def append(self, chunk: dict[str, np.ndarray], text_bytes: int = 0) -> None:
@@ -40,12 +42,15 @@ class ColumnSink:
         if self.kept is None and not self.columns and not text_bytes:
             self.kept = []
         if self.kept is not None:
-            self.kept.append({name: chunk[name] for name in EVENT_COLUMNS})
+            self.kept.append({name: chunk[name] for name in ROW_COLUMNS})
         else:
             self._make_room(n, text_bytes)
             for name, column in self.columns.items():
                 column[self.rows : self.rows + n] = chunk[name]
         end = self.rows + n
+        kernels = KernelColumns.of_columns(chunk, self.rows)  # aside: 6% of a training trace's rows have them
+        if len(kernels):
+            self.kernels.append(kernels)
         side = {name: chunk[MEMORY_PREFIX + name] for name in MEMORY_COLUMNS}
         if len(side["row"]):
             side["row"] = side["row"] + self.rows
@@ -63,17 +68,18 @@ class ColumnSink:
         elif made:
             wanted = max(wanted, int(made * GROWTH))
         try:
-            grown = {name: np.empty(wanted, dtype) for name, dtype in EVENT_COLUMNS.items()}
+            grown = {name: np.empty(wanted, dtype) for name, dtype in ROW_COLUMNS.items()}
         except MemoryError:  # the room asked for is refused (a system that does not overcommit): the rows alone
-            grown = {name: np.empty(needed, dtype) for name, dtype in EVENT_COLUMNS.items()}
+            grown = {name: np.empty(needed, dtype) for name, dtype in ROW_COLUMNS.items()}
         for name, column in self.columns.items():
             grown[name][: self.rows] = column[: self.rows]
         self.columns = grown
 
-    def joined(self) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
-        """(the event columns, each exactly its rows long; the side table of the Kind.MEMORY rows)."""
+    def joined(self) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], KernelColumns]:
+        """(the event columns (schema.ROW_COLUMNS), each exactly its rows long; the side table of the
+        Kind.MEMORY rows; the kernels' fields)."""
         columns = {}
-        for name, dtype in EVENT_COLUMNS.items():
+        for name, dtype in ROW_COLUMNS.items():
             if self.kept is not None:
                 parts = [chunk.pop(name) for chunk in self.kept]
                 columns[name] = np.concatenate(parts) if parts else np.empty(0, dtype)
@@ -89,7 +95,8 @@ class ColumnSink:
             columns[name] = column
         memory = {name: (np.concatenate([m[name] for m in self.memory]) if self.memory else np.empty(0, np.int64))
                   .astype(dtype, copy=False) for name, dtype in MEMORY_COLUMNS.items()}
-        self.memory, self.kept = [], None
+        kernels = KernelColumns.joined(self.kernels)
+        self.memory, self.kernels, self.kept = [], [], None
         self.rows = 0
-        return columns, memory
+        return columns, memory, kernels
 

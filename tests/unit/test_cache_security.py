@@ -25,6 +25,7 @@ from kerneltui.trace import cache
 from kerneltui.trace.cache import start_workers_for
 from kerneltui.trace.load import read_trace
 from kerneltui.trace.model import load_trace
+from kerneltui.trace.schema import KernelColumns
 from tests.conftest import PROJECT_TRACES, ROOT, cache_env
 
 SMALL = PROJECT_TRACES / "add_relu_1M_eager.json.gz"
@@ -67,6 +68,8 @@ def plant(directory: Path) -> Path:
     """An entry for SMALL that holds only its first event: what another user could leave to be served."""
     raw, meta = read_trace(SMALL)
     raw.columns = {name: column[:1].copy() for name, column in raw.columns.items()}
+    first = raw.kernel_fields["row"] < 1  # the kernels' side table of that event alone
+    raw.kernel_fields = KernelColumns({name: column[first] for name, column in raw.kernel_fields.columns.items()})
     key = cache.entry_key(SMALL)
     where = cache.entry_path(key, directory)
     assert cache.write_entry(where, key, raw, meta)

@@ -37,6 +37,7 @@ def same_raw(left, right) -> None:
     assert left.losses.events == right.losses.events
     assert left.losses.fields == right.losses.fields
     assert left.memory == right.memory  # the [memory] events' side table
+    assert left.kernel_fields == right.kernel_fields  # the kernels'
 
 
 @pytest.fixture
@@ -99,8 +100,9 @@ def test_workers_reading_their_chunks_from_the_file_decode_what_one_process_does
     monkeypatch.setattr(pool.ChunkPool, "submit_range", lambda self, *a: calls.append(a) or submit_range(self, *a))
     parallel, _ = read_trace(plain_gpt)
     assert len(calls) > 4  # the chunks went by offset
-    for name in ("kind", "ts", "dur", "external_id", "correlation", "grid_x", "bytes", "shapes_len"):
+    for name in ("kind", "ts", "dur", "external_id", "correlation", "bytes", "shapes_len"):
         assert np.array_equal(sequential.columns[name], parallel.columns[name]), name
+    assert len(parallel.kernel_fields) > 0 and sequential.kernel_fields == parallel.kernel_fields
     assert [sequential.names[c] for c in sequential.columns["name"]] == [parallel.names[c] for c in parallel.columns["name"]]
     assert [sequential.lanes[c] for c in sequential.columns["lane"]] == [parallel.lanes[c] for c in parallel.columns["lane"]]
     assert sequential.metadata == parallel.metadata

@@ -28,7 +28,7 @@ def test_isal_and_zlib_read_the_same_columns(monkeypatch, tmp_path, name):
     assert fast.columns.keys() == slow.columns.keys()
     for column in fast.columns:
         assert np.array_equal(fast.columns[column], slow.columns[column], equal_nan=fast.columns[column].dtype.kind == "f"), column
-    assert fast.names == slow.names and fast.memory == slow.memory
+    assert fast.names == slow.names and fast.memory == slow.memory and fast.kernel_fields == slow.kernel_fields
 
 
 def test_a_corrupt_stream_is_one_error_with_either_inflater(monkeypatch, tmp_path):

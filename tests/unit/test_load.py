@@ -196,8 +196,8 @@ def test_events_are_columns_not_objects():
 
 
 def assert_same_columns(a, b, skip=(), label=None) -> None:
-    """Every event column of two loads of one trace equal, dtype and values (NaN equal to NaN); ``skip``:
-    columns of codes that may differ between them."""
+    """Every event column of two loads of one trace equal, dtype and values (NaN equal to NaN), and the
+    kernels' fields kept aside; ``skip``: columns of codes that may differ between them."""
     assert list(a.events.columns) == list(b.events.columns), label
     for column in a.events.columns:
         if column in skip:
@@ -205,6 +205,7 @@ def assert_same_columns(a, b, skip=(), label=None) -> None:
         left, right = a.events[column].to_numpy(), b.events[column].to_numpy()
         assert left.dtype == right.dtype and np.array_equal(left, right, equal_nan=left.dtype.kind == "f"), (
             label, column)
+    assert a.kernel_fields == b.kernel_fields, label
 
 
 def test_worker_processes_decode_exactly_what_one_process_does(monkeypatch):
@@ -270,13 +271,21 @@ def test_columns_joined_as_chunks_come_are_the_columns_of_one_chunk(monkeypatch,
     assert len(whole.memory) == text.count(b'"[memory]"') == 1992 and whole.memory == chunked.memory
 
 
-def test_the_sink_joins_chunks_in_order_and_counts_memory_rows_from_the_first():
+def test_the_sink_joins_chunks_in_order_and_counts_side_table_rows_from_the_first():
     from kerneltui.trace.decode import MEMORY_PREFIX
-    from kerneltui.trace.schema import EVENT_COLUMNS, MEMORY_COLUMNS
+    from kerneltui.trace.schema import EVENT_COLUMNS, KERNEL_FIELDS, MEMORY_COLUMNS, ROW_COLUMNS
     from kerneltui.trace.sink import ColumnSink
 
-    def chunk(first: int, n: int, memory_rows: list[int]) -> dict:
+    def chunk(first: int, n: int, memory_rows: list[int], kernel_rows: dict[int, str]) -> dict:
+        """Every column counts the rows; the kernels' fields are absent but in ``kernel_rows``: there all
+        of them ("all"), only the occupancy ("occupancy") or only the registers, at -2 ("registers")."""
         cols = {name: np.arange(first, first + n).astype(dtype) for name, dtype in EVENT_COLUMNS.items()}
+        for name in KERNEL_FIELDS:
+            absent = np.nan if name == "occupancy" else -1
+            cols[name] = np.full(n, absent, EVENT_COLUMNS[name])
+            for row, which in kernel_rows.items():
+                if which == "all" or which == name:
+                    cols[name][row] = first + row if which == "all" else (-2 if name == "registers" else 50.5)
         for name in MEMORY_COLUMNS:
             cols[MEMORY_PREFIX + name] = np.array(memory_rows, np.int64)
         return cols
@@ -285,19 +294,27 @@ def test_the_sink_joins_chunks_in_order_and_counts_memory_rows_from_the_first():
     # chunk's JSON known (kept, joined at the end)
     for json_bytes, text in ((0, 10), (100, 10), (10_000, 10), (10_000, 0)):
         sink = ColumnSink(json_bytes)
-        sink.append(chunk(0, 3, [1]), 3 * text)
-        sink.append(chunk(3, 4, []), 4 * text)
-        sink.append(chunk(7, 5, [0, 4]), 5 * text)
+        sink.append(chunk(0, 3, [1], {0: "all", 2: "occupancy"}), 3 * text)
+        sink.append(chunk(3, 4, [], {}), 4 * text)
+        sink.append(chunk(7, 5, [0, 4], {1: "registers", 4: "all"}), 5 * text)
         assert (sink.kept is not None) == (text == 0)
-        columns, memory = sink.joined()
-        assert list(columns) == list(EVENT_COLUMNS)
+        columns, memory, kernels = sink.joined()
+        assert list(columns) == list(ROW_COLUMNS)
         for name, column in columns.items():
             assert column.dtype == EVENT_COLUMNS[name] and column.tolist() == list(range(12)), (json_bytes, name)
             assert column.base is None  # trimmed in place, not a view of the longer column
         assert memory["row"].tolist() == [1, 7, 11] and memory["addr"].tolist() == [1, 0, 4]
-    empty, memory = ColumnSink(1000).joined()
+        assert kernels["row"].tolist() == [0, 2, 8, 11]  # each row that has any field, counted from the first
+        assert kernels["grid_x"].tolist() == [0, -1, -1, 11] and kernels["registers"].tolist() == [0, -1, -2, 11]
+        assert np.array_equal(kernels["occupancy"], [0, 50.5, np.nan, 11], equal_nan=True)
+        assert all(kernels[name].dtype == EVENT_COLUMNS[name] for name in KERNEL_FIELDS)
+        gathered = kernels.at_rows(np.array([11, 3, 0, 2]))  # as Trace.gpu asks: any rows, in any order
+        assert gathered["block_z"].tolist() == [11, -1, 0, -1] and gathered["block_z"].dtype == np.int32
+        assert np.array_equal(gathered["occupancy"], [11, np.nan, 0, 50.5], equal_nan=True)
+    empty, memory, kernels = ColumnSink(1000).joined()
     assert all(len(column) == 0 and column.dtype == EVENT_COLUMNS[name] for name, column in empty.items())
     assert all(len(column) == 0 for column in memory.values())
+    assert len(kernels) == 0 and kernels.at_rows(np.array([0, 5]))["shared_memory"].tolist() == [-1, -1]
 
 
 def test_a_gzip_of_several_members_and_one_cut_off_load_as_the_same_json_plain(tmp_path, monkeypatch):
