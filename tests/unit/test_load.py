@@ -273,7 +273,12 @@ def test_columns_joined_as_chunks_come_are_the_columns_of_one_chunk(monkeypatch,
 
 def test_the_sink_joins_chunks_in_order_and_counts_side_table_rows_from_the_first():
     from kerneltui.trace.decode import MEMORY_PREFIX
-    from kerneltui.trace.schema import EVENT_COLUMNS, KERNEL_FIELDS, MEMORY_COLUMNS, ROW_COLUMNS
+    from kerneltui.trace.schema import (
+        EVENT_COLUMNS,
+        KERNEL_FIELDS,
+        MEMORY_COLUMNS,
+        ROW_COLUMNS,
+    )
     from kerneltui.trace.sink import ColumnSink
 
     def chunk(first: int, n: int, memory_rows: list[int], kernel_rows: dict[int, str]) -> dict:
