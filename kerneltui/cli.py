@@ -48,12 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    if argv is None:
-        # The program itself (a program that calls main(argv) keeps its collector). The interpreter's
-        # exit runs full collections over every object the run made: 0.05-0.06 s after a 1 GB summary
-        # (0.085 -> 0.034 s from the command's end to the process's). Frozen after the other exit
-        # handlers (this one runs last), they are skipped; the process's memory goes back whole.
-        atexit.register(gc.freeze)
+    program = argv is None  # the program itself, not a program that calls main(argv)
     argv = list(sys.argv[1:] if argv is None else argv)
     # `kerneltui TRACE` is short for `kerneltui open TRACE`.
     if argv and not argv[0].startswith("-") and argv[0] not in SUBCOMMANDS:
@@ -64,6 +59,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 2
+    if program and args.command != "capture":
+        # The interpreter's exit runs full collections over every object the run made: 0.05-0.06 s after
+        # a 1 GB summary (0.085 -> 0.034 s from the command's end to the process's). Frozen by the exit
+        # handler that runs after those registered from here on, they are skipped, and the process's
+        # memory goes back whole. Not for capture: it runs the user's code, whose objects in cycles (a file
+        # left open, a __del__) would then never be finalized; nor where a program calls main(argv).
+        atexit.register(gc.freeze)
     if args.command != "capture" and "numpy" not in sys.modules:
         # numpy's OpenBLAS starts a thread per core that spins after import (~0.13 CPU-s a process, taken
         # from the loader's threads on a small machine); kerneltui does no linear algebra. capture runs

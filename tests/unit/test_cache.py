@@ -23,6 +23,7 @@ from kerneltui import cli
 from kerneltui.trace import cache
 from kerneltui.trace.load import read_trace
 from kerneltui.trace.model import load_trace
+from kerneltui.trace.schema import KernelColumns
 from tests.conftest import EXTERNAL_TRACES, PROJECT_TRACES, ROOT, SHARED_TRACES, cache_env
 
 EVERY_TRACE = sorted(SHARED_TRACES.glob("*.json.gz")) + sorted(p for p in EXTERNAL_TRACES.iterdir() if p.name != "README.md")
@@ -251,6 +252,24 @@ def test_a_damaged_entry_is_ignored_rebuilt_and_mentioned_in_one_line(damage, ca
     rc, out, err = run_cli(capsys, "summary", str(SMALL), "--format", "json")
     assert rc == 0 and err.count("cached columns") == 1 and len(err.splitlines()) == 1
     assert json.loads(out)["trace"]["warnings"][-1].startswith("the cached columns")
+
+
+@pytest.mark.parametrize("rows", [[1, 0], [-1, 0], [0, "past"], [0, 0]],
+                         ids=["out of order", "negative", "past the last row", "twice"])
+def test_an_entry_whose_kernels_side_table_does_not_fit_its_rows_is_not_read(rows):
+    """Its checksums are right, but Trace.gpu finds a kernel's fields by a search of ascending rows within
+    the table: such an entry is refused (and rebuilt from the trace), never read."""
+    raw, meta = read_trace(SMALL)
+    n = len(raw.columns["ts"])
+    assert len(raw.kernel_fields) == 2
+    side = {name: column.copy() for name, column in raw.kernel_fields.columns.items()}
+    side["row"] = np.array([n if r == "past" else r for r in rows], np.int64)
+    raw.kernel_fields = KernelColumns(side)
+    key = cache.entry_key(SMALL)
+    where = cache.entry_path(key)
+    assert cache.write_entry(where, key, raw, meta)
+    with pytest.raises(ValueError, match="the kernels' side table does not fit the columns"):
+        cache.read_entry(where, key)
 
 
 def test_a_summary_after_a_damaged_entry_prints_the_same_stdout(capsys):

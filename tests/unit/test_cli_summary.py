@@ -299,20 +299,27 @@ EXIT_PROBE = """
 import atexit, gc, os, sys
 atexit.register(lambda: os.write(1, b"frozen at exit: %d\\n" % (gc.get_freeze_count() > 0)))  # runs last
 from kerneltui.cli import main
-sys.argv = ["kerneltui", "summary", "traces/add_relu_1M_eager.json.gz", "--format", "csv"]
+sys.argv = ["kerneltui", *{args!r}]
 code = main({argv})
 sys.stdout.flush()
 sys.exit(code)
 """
+SUMMARY_CSV = ("summary", "traces/add_relu_1M_eager.json.gz", "--format", "csv")
 
 
-@pytest.mark.parametrize(("argv", "frozen"), [("", 1), ("sys.argv[1:]", 0)])
-def test_the_program_skips_the_exit_collections_and_a_caller_keeps_them(argv, frozen):
+@pytest.mark.parametrize(("argv", "args", "frozen", "rc"), [
+    ("", SUMMARY_CSV, 1, 0),
+    ("sys.argv[1:]", SUMMARY_CSV, 0, 0),  # a program that calls main(argv)
+    ("", ("capture", "no/such/workload.py"), 0, 2),  # the user's code ran in this process
+], ids=["the program", "a caller", "capture"])
+def test_the_program_skips_the_exit_collections_but_a_caller_and_capture_keep_them(argv, args, frozen, rc):
     # the program's objects are frozen after its last exit handler, so the interpreter's exit does not
-    # walk them; a program that calls main(argv) keeps its collector as it was
+    # walk them; a program that calls main(argv) keeps its collector as it was, and capture, which runs
+    # the user's workload, lets the exit finalize its objects (a file it left open is flushed)
     env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), **cache_env()}
-    result = subprocess.run([sys.executable, "-c", EXIT_PROBE.format(argv=argv)], capture_output=True, text=True,
-                            env=env, cwd=ROOT, timeout=60, check=False)
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.startswith("key,short,full_name,kind,count,")  # the summary, written before the exit
+    result = subprocess.run([sys.executable, "-c", EXIT_PROBE.format(argv=argv, args=args)], capture_output=True,
+                            text=True, env=env, cwd=ROOT, timeout=120, check=False)
+    assert result.returncode == rc, result.stderr
+    if args == SUMMARY_CSV:
+        assert result.stdout.startswith("key,short,full_name,kind,count,")  # the summary, written before the exit
     assert result.stdout.endswith(f"frozen at exit: {frozen}\n")

@@ -195,6 +195,29 @@ def test_events_are_columns_not_objects():
     )
 
 
+@pytest.mark.parametrize("name", [GPT, "resnet18_train_eager"])
+def test_the_gpu_table_has_the_kernels_fields_a_decode_of_every_event_reads(name):
+    """The event table leaves the kernels' fields aside; the GPU table has them back, where the event
+    table had them, each row's own (memcpy and memset rows included), as one decode of all events reads them."""
+    from kerneltui.trace.decode import ChunkDecoder
+    from kerneltui.trace.schema import EVENT_COLUMNS, KERNEL_FIELDS
+
+    trace = load_trace(shared_trace(name))
+    every = ChunkDecoder().decode(orjson.dumps(orjson.loads(kineto_text(name))["traceEvents"]))
+    assert np.array_equal(every["ts"], trace.events["ts"].to_numpy())  # the same rows, in the same order
+    assert not set(KERNEL_FIELDS) & set(trace.events.columns)
+    g = trace.gpu
+    assert list(g.columns[: len(EVENT_COLUMNS) + 1]) == ["row", *EVENT_COLUMNS]
+    rows = g["row"].to_numpy()
+    for field in KERNEL_FIELDS:
+        column = g[field].to_numpy()
+        assert column.dtype == EVENT_COLUMNS[field], field
+        assert np.array_equal(column, every[field][rows], equal_nan=column.dtype.kind == "f"), field
+    kernel = (g["kind"] == Kind.KERNEL).to_numpy()
+    assert (g["registers"].to_numpy()[kernel] > 0).mean() > 0.9 and (g["registers"].to_numpy()[~kernel] == -1).all()
+    assert len(trace.kernel_fields) == int(kernel.sum()) and (~kernel).any()  # memcpy/memset rows are in the test
+
+
 def assert_same_columns(a, b, skip=(), label=None) -> None:
     """Every event column of two loads of one trace equal, dtype and values (NaN equal to NaN), and the
     kernels' fields kept aside; ``skip``: columns of codes that may differ between them."""
@@ -313,9 +336,13 @@ def test_the_sink_joins_chunks_in_order_and_counts_side_table_rows_from_the_firs
         assert kernels["grid_x"].tolist() == [0, -1, -1, 11] and kernels["registers"].tolist() == [0, -1, -2, 11]
         assert np.array_equal(kernels["occupancy"], [0, 50.5, np.nan, 11], equal_nan=True)
         assert all(kernels[name].dtype == EVENT_COLUMNS[name] for name in KERNEL_FIELDS)
-        gathered = kernels.at_rows(np.array([11, 3, 0, 2]))  # as Trace.gpu asks: any rows, in any order
-        assert gathered["block_z"].tolist() == [11, -1, 0, -1] and gathered["block_z"].dtype == np.int32
-        assert np.array_equal(gathered["occupancy"], [11, np.nan, 0, 50.5], equal_nan=True)
+        # as Trace.gpu asks: any rows, in any order; 10 and 1 have none, and the side table's next row has all
+        # (11) or one (2)
+        gathered = kernels.at_rows(np.array([11, 3, 0, 2, 10, 1]))
+        for name in KERNEL_FIELDS:
+            expected = {"occupancy": [11, np.nan, 0, 50.5, np.nan, np.nan]}.get(name, [11, -1, 0, -1, -1, -1])
+            assert gathered[name].dtype == EVENT_COLUMNS[name], name
+            assert np.array_equal(gathered[name], expected, equal_nan=True), (name, gathered[name])
     empty, memory, kernels = ColumnSink(1000).joined()
     assert all(len(column) == 0 and column.dtype == EVENT_COLUMNS[name] for name, column in empty.items())
     assert all(len(column) == 0 for column in memory.values())
