@@ -50,7 +50,7 @@ class KeyIndex:
 
 
 def gpu_table(events: pd.DataFrame, names: list[str], lanes: pd.DataFrame, nesting,
-              kernel_fields: KernelColumns | None = None) -> pd.DataFrame:
+              kernel_fields: KernelColumns) -> pd.DataFrame:
     """One row per kernel/memcpy/memset, time-ordered, with launch and op columns; ``kernel_fields`` (the
     loader's side table, schema.KERNEL_FIELDS) become columns where the event table had them."""
     kind = events["kind"].to_numpy()
@@ -58,7 +58,7 @@ def gpu_table(events: pd.DataFrame, names: list[str], lanes: pd.DataFrame, nesti
     rows = rows[np.argsort(events["ts"].to_numpy()[rows], kind="stable")]
     g = events.iloc[rows].reset_index(drop=True)
     g.insert(0, "row", rows)
-    _put_kernel_fields(g, rows, kernel_fields if kernel_fields is not None else KernelColumns())
+    _put_kernel_fields(g, rows, kernel_fields)
     g["end"] = g["ts"] + g["dur"]
     # GPU lanes are (device, stream) pairs: the fallback when args give neither, per lane, not per event
     lane = g["lane"].to_numpy()
@@ -75,12 +75,11 @@ def gpu_table(events: pd.DataFrame, names: list[str], lanes: pd.DataFrame, nesti
 
 def _put_kernel_fields(g: pd.DataFrame, rows: np.ndarray, kernel_fields: KernelColumns) -> None:
     """The kernels' fields of ``rows`` as columns of ``g``, each after the column before it in
-    schema.EVENT_COLUMNS (where a decoded chunk has it); an event table that still has them keeps its own."""
+    schema.EVENT_COLUMNS (where a decoded chunk has it)."""
     fields = kernel_fields.at_rows(rows)
     order = list(EVENT_COLUMNS)
     for name in KERNEL_FIELDS:
-        if name not in g.columns:
-            g.insert(g.columns.get_loc(order[order.index(name) - 1]) + 1, name, fields[name])
+        g.insert(g.columns.get_loc(order[order.index(name) - 1]) + 1, name, fields[name])
 
 
 def lane_ints(values, dtype) -> np.ndarray:

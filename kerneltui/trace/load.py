@@ -373,7 +373,7 @@ class _EventReader:
             self.chunks.append(self.decoder.columns(paired))
         columns, memory, kernel_fields = self.chunks.joined()
         heap.give_back(len(columns["ts"]))  # what the chunks' decoding freed (trace/heap.py)
-        return RawTrace(columns, self.decoder, top, truncated, end_damaged, MemoryColumns(memory), kernel_fields)
+        return RawTrace(columns, self.decoder, top, truncated, end_damaged, memory, kernel_fields)
 
 
 def _before_blank(buffer, at: int) -> int:

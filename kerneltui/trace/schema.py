@@ -159,6 +159,14 @@ class SideColumns:
     def __repr__(self) -> str:
         return f"{type(self).__name__}({len(self)} rows)"
 
+    @classmethod
+    def joined(cls, parts: list[SideColumns]) -> SideColumns:
+        """Side tables of consecutive rows, in row order, as one."""
+        if not parts:
+            return cls()
+        return cls({name: np.concatenate([p.columns[name] for p in parts]).astype(dtype, copy=False)
+                    for name, dtype in cls.SPEC.items()})
+
 
 class MemoryColumns(SideColumns):
     """The [memory] events' side table (MEMORY_COLUMNS)."""
@@ -203,14 +211,6 @@ class KernelColumns(SideColumns):
         side = {"row": (rows + first_row).astype(np.int64)}
         side.update({name: np.ascontiguousarray(columns[name][rows], KERNEL_COLUMNS[name]) for name in KERNEL_FIELDS})
         return cls(side)
-
-    @classmethod
-    def joined(cls, parts: list[KernelColumns]) -> KernelColumns:
-        """Side tables of consecutive rows, in row order, as one."""
-        if not parts:
-            return cls()
-        return cls({name: np.concatenate([p.columns[name] for p in parts]).astype(dtype, copy=False)
-                    for name, dtype in KERNEL_COLUMNS.items()})
 
     def at_rows(self, rows: np.ndarray) -> dict[str, np.ndarray]:
         """Each field at the event rows ``rows`` (any order), absent_value where a row has none."""

@@ -16,7 +16,12 @@ from __future__ import annotations
 import numpy as np
 
 from kerneltui.trace.decode import MEMORY_PREFIX
-from kerneltui.trace.schema import MEMORY_COLUMNS, ROW_COLUMNS, KernelColumns
+from kerneltui.trace.schema import (
+    MEMORY_COLUMNS,
+    ROW_COLUMNS,
+    KernelColumns,
+    MemoryColumns,
+)
 
 ROOM = 1.25  # rows made for, over the rows expected: a file's first chunk is not quite its average
 GROWTH = 1.5
@@ -31,7 +36,7 @@ class ColumnSink:
         self.json_bytes = json_bytes
         self.rows = 0
         self.columns: dict[str, np.ndarray] = {}  # each as long as the rows made for
-        self.memory: list[dict[str, np.ndarray]] = []  # each chunk's side table, its rows counted from the first chunk's
+        self.memory: list[MemoryColumns] = []  # each chunk's side table, its rows counted from the first chunk's
         self.kernels: list[KernelColumns] = []  # each chunk's kernel fields (schema.KERNEL_FIELDS), likewise
         self.kept: list[dict[str, np.ndarray]] | None = None  # chunks joined at the end (no JSON size to go by)
 
@@ -54,7 +59,7 @@ class ColumnSink:
         side = {name: chunk[MEMORY_PREFIX + name] for name in MEMORY_COLUMNS}
         if len(side["row"]):
             side["row"] = side["row"] + self.rows
-            self.memory.append(side)
+            self.memory.append(MemoryColumns(side))
         self.rows = end
 
     def _make_room(self, n: int, text_bytes: int) -> None:
@@ -75,7 +80,7 @@ class ColumnSink:
             grown[name][: self.rows] = column[: self.rows]
         self.columns = grown
 
-    def joined(self) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], KernelColumns]:
+    def joined(self) -> tuple[dict[str, np.ndarray], MemoryColumns, KernelColumns]:
         """(the event columns (schema.ROW_COLUMNS), each exactly its rows long; the side table of the
         Kind.MEMORY rows; the kernels' fields)."""
         columns = {}
@@ -93,9 +98,7 @@ class ColumnSink:
                 except ValueError:  # something else refers to it: its rows as a view
                     column = column[: self.rows]
             columns[name] = column
-        memory = {name: (np.concatenate([m[name] for m in self.memory]) if self.memory else np.empty(0, np.int64))
-                  .astype(dtype, copy=False) for name, dtype in MEMORY_COLUMNS.items()}
-        kernels = KernelColumns.joined(self.kernels)
+        memory, kernels = MemoryColumns.joined(self.memory), KernelColumns.joined(self.kernels)
         self.memory, self.kernels, self.kept = [], [], None
         self.rows = 0
         return columns, memory, kernels

@@ -345,7 +345,7 @@ def test_the_sink_joins_chunks_in_order_and_counts_side_table_rows_from_the_firs
             assert np.array_equal(gathered[name], expected, equal_nan=True), (name, gathered[name])
     empty, memory, kernels = ColumnSink(1000).joined()
     assert all(len(column) == 0 and column.dtype == EVENT_COLUMNS[name] for name, column in empty.items())
-    assert all(len(column) == 0 for column in memory.values())
+    assert all(len(column) == 0 for column in memory.columns.values())
     assert len(kernels) == 0 and kernels.at_rows(np.array([0, 5]))["shared_memory"].tolist() == [-1, -1]
 
 
