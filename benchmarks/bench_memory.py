@@ -4,11 +4,11 @@ A child process does what `kerneltui open` does behind the screen, without a ter
 (cache off), the first stage (the kernel table: ``build_kernels``, the memory table made beside it),
 the hand-back between the stages,
 the second (timeline, launch list, search: ``build_browse``) and the third (the analyses:
-``build_analyses``). The parent samples the child's
+``build_analyses``), with malloc set as the program sets it (``--malloc-defaults``: as glibc has it). The parent samples the child's
 anonymous memory (``RssAnon``: what the load allocated; clean file pages do not count) every 10 ms
 and prints its peak beside the JSON's bytes, with the peak of each stage.
 
-    python benchmarks/bench_memory.py [--mb 1000] [PATH]
+    python benchmarks/bench_memory.py [--mb 1000] [--malloc-defaults] [PATH]
 
 PATH defaults to benchmarks/data/replicated_<MB>mb.json (made as bench_load.py makes it). Linux only.
 """
@@ -32,6 +32,8 @@ import sys
 from kerneltui.trace import heap
 from kerneltui.trace.model import load_trace
 from kerneltui.tui.model import build_analyses, build_browse, build_kernels, early_memory_table
+if sys.argv[2:] != ["--malloc-defaults"]:
+    heap.keep_freed_memory()  # as the kerneltui program does (cli.main)
 trace = load_trace(sys.argv[1])
 print("loaded", flush=True)
 memory = early_memory_table(trace)  # as tui/app.py's post_stages: beside the kernel table
@@ -60,12 +62,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("path", nargs="?", type=Path)
     parser.add_argument("--mb", type=int, default=1000)
+    parser.add_argument("--malloc-defaults", action="store_true",
+                        help="leave malloc as a program importing kerneltui has it (the kerneltui program keeps "
+                             "freed memory: trace/heap.keep_freed_memory)")
     args = parser.parse_args()
     path = args.path or ensure(DEFAULT_SOURCE, args.mb, gz=False)
     size = path.stat().st_size
     env = {**os.environ, "KERNELTUI_CACHE": "0", "KERNELTUI_MEMORY_CHECK": "0"}
     t0 = time.perf_counter()
-    child = subprocess.Popen([sys.executable, "-c", CHILD, str(path)], stdout=subprocess.PIPE, text=True, env=env)
+    child = subprocess.Popen([sys.executable, "-c", CHILD, str(path), *(["--malloc-defaults"] if args.malloc_defaults else [])], stdout=subprocess.PIPE, text=True, env=env)
     os.set_blocking(child.stdout.fileno(), False)
     stage, peaks = "load", {}
     while child.poll() is None:

@@ -17,6 +17,7 @@ import sys
 from kerneltui import __version__
 from kerneltui.errors import UserError
 from kerneltui.terminal_text import printable
+from kerneltui.trace import heap
 
 SUBCOMMANDS = {
     "summary": "kerneltui.commands.summary",
@@ -66,6 +67,9 @@ def main(argv: list[str] | None = None) -> int:
         # memory goes back whole. Not for capture: it runs the user's code, whose objects in cycles (a file
         # left open, a __del__) would then never be finalized; nor where a program calls main(argv).
         atexit.register(gc.freeze)
+        # the program's freed memory kept for its next tables, not handed back and faulted in again
+        # (trace/heap.py); not for capture either, whose workload has the allocator as it expects it
+        heap.keep_freed_memory()
     if args.command != "capture" and "numpy" not in sys.modules:
         # numpy's OpenBLAS starts a thread per core that spins after import (~0.13 CPU-s a process, taken
         # from the loader's threads on a small machine); kerneltui does no linear algebra. capture runs

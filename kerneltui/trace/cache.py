@@ -50,7 +50,7 @@ import numpy as np
 import orjson
 
 from kerneltui import __version__
-from kerneltui.trace import pool, scanner
+from kerneltui.trace import heap, pool, scanner
 from kerneltui.trace.blocks import size_and_compression
 from kerneltui.trace.cache_dir import (  # noqa: F401 - the directory's rules, named here as before
     DEFAULT_MAX_BYTES,
@@ -176,6 +176,7 @@ def load(
     ``write_later``: write a new entry from a background thread, so that the caller (an app
     showing its first screen) need not wait; the process still finishes the write before it exits.
     """
+    heap.before_load(path)  # the program's malloc keeps freed memory from a large load on
     if not enabled(cache) or not regular_file(path):
         return read_trace(path, progress)
     try:

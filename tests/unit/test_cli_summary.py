@@ -297,7 +297,11 @@ def test_open_hands_the_gil_over_sooner_and_leaves_the_interval_as_it_was(monkey
 
 EXIT_PROBE = """
 import atexit, gc, os, sys
-atexit.register(lambda: os.write(1, b"frozen at exit: %d\\n" % (gc.get_freeze_count() > 0)))  # runs last
+from kerneltui.trace import heap
+kept, keep = [], heap.keep_freed_memory
+heap.keep_freed_memory = lambda: kept.append(keep() is None)
+atexit.register(lambda: os.write(1, b"frozen at exit: %d, freed memory kept: %d\\n"
+                                 % (gc.get_freeze_count() > 0, kept == [True])))  # runs last
 from kerneltui.cli import main
 sys.argv = ["kerneltui", *{args!r}]
 code = main({argv})
@@ -315,11 +319,12 @@ SUMMARY_CSV = ("summary", "traces/add_relu_1M_eager.json.gz", "--format", "csv")
 def test_the_program_skips_the_exit_collections_but_a_caller_and_capture_keep_them(argv, args, frozen, rc):
     # the program's objects are frozen after its last exit handler, so the interpreter's exit does not
     # walk them; a program that calls main(argv) keeps its collector as it was, and capture, which runs
-    # the user's workload, lets the exit finalize its objects (a file it left open is flushed)
+    # the user's workload, lets the exit finalize its objects (a file it left open is flushed). Likewise
+    # malloc keeps freed memory (trace/heap.keep_freed_memory) for the program alone
     env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), **cache_env()}
     result = subprocess.run([sys.executable, "-c", EXIT_PROBE.format(argv=argv, args=args)], capture_output=True,
                             text=True, env=env, cwd=ROOT, timeout=120, check=False)
     assert result.returncode == rc, result.stderr
     if args == SUMMARY_CSV:
         assert result.stdout.startswith("key,short,full_name,kind,count,")  # the summary, written before the exit
-    assert result.stdout.endswith(f"frozen at exit: {frozen}\n")
+    assert result.stdout.endswith(f"frozen at exit: {frozen}, freed memory kept: {frozen}\n")

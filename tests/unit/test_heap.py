@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import ctypes
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
 from kerneltui.trace import heap, load
 from tests.conftest import shared_trace
 from tests.unit.test_decode_fast import same_raw
 
 GPT = shared_trace("gpt_train_eager")
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_a_large_load_gives_memory_back_at_its_end_and_reads_the_same(monkeypatch):
@@ -113,3 +121,57 @@ def test_the_op_stacks_keep_their_positions_as_int32_and_answer_as_before():
         assert np.array_equal(stack.top_level_ops(), np.sort(rows[ops][wide.top_level()]))
         checked += 1
     assert checked >= 2  # the main thread and autograd's
+
+
+HEAP_PROBE = """
+import ctypes, sys
+from kerneltui.trace import heap
+
+class Mallinfo2(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks",
+                                                     "fsmblks", "uordblks", "fordblks", "keepcost")]
+
+libc = ctypes.CDLL(None)
+libc.mallinfo2.restype, libc.malloc.restype = Mallinfo2, ctypes.c_void_p
+libc.malloc.argtypes, libc.free.argtypes = [ctypes.c_size_t], [ctypes.c_void_p]
+kept = heap.keep_in_heap() if sys.argv[1] == "keep" else None
+before = libc.mallinfo2()
+block = libc.malloc(20 << 20)
+mapped = libc.mallinfo2().hblkhd - before.hblkhd  # bytes in blocks mmapped apart from the heap
+libc.free(block)
+print(kept, mapped >> 20, (libc.mallinfo2().fordblks - before.fordblks) >> 20)
+"""
+
+
+@pytest.mark.skipif(not hasattr(ctypes.CDLL(None), "mallinfo2"), reason="glibc's malloc only (2.33 on)")
+def test_kept_in_the_heap_freed_memory_stays_where_glibc_would_map_it_and_hand_it_back():
+    """Each in a fresh interpreter (no numpy there to have raised glibc's thresholds): a 20 MB block is
+    mmapped by default and unmapped when freed; once kept, it comes from the heap and stays there, free."""
+    def probe(mode: str) -> str:
+        done = subprocess.run([sys.executable, "-c", HEAP_PROBE, mode], capture_output=True, text=True,
+                              cwd=ROOT, timeout=60, check=True)
+        return done.stdout.strip()
+
+    assert probe("default") == "None 20 0"  # (MB mmapped for it, MB free in the heap after it)
+    assert probe("keep") == "True 0 20"
+
+
+@pytest.mark.parametrize(("asked", "size", "kept"), [(True, heap.LARGE_FILE, 1), (True, heap.LARGE_FILE - 1, 0),
+                                                    (False, heap.LARGE_FILE, 0)])
+def test_the_program_keeps_freed_memory_from_its_first_large_load_on(monkeypatch, tmp_path, asked, size, kept):
+    """keep_freed_memory (the program's wish, cli.main) acts at the load of a file of LARGE_FILE bytes or
+    more, once; a smaller file's load, or a program that did not ask, leaves malloc as it is."""
+    from kerneltui.trace import cache
+
+    calls = []
+    monkeypatch.setattr(heap, "keep_in_heap", lambda: calls.append(True))
+    monkeypatch.setattr(heap, "_wanted", False)
+    monkeypatch.setattr(cache, "read_trace", lambda path, progress: None)  # the load itself not needed
+    path = tmp_path / "trace.json"
+    with open(path, "wb") as f:
+        f.truncate(size)  # (sparse: no bytes written)
+    if asked:
+        heap.keep_freed_memory()
+    cache.load(path, cache=False)
+    cache.load(path, cache=False)
+    assert len(calls) == kept
