@@ -214,3 +214,35 @@ def test_unfused_casts_stay_quiet_on_compiled_and_bf16_traces():
 def test_upcasts_are_named_by_direction(tmp_path):
     f = rules(cast_trace(tmp_path, 2, 10.0, 60.0, src=BF, dst=F32))["unfused_casts"]
     assert f.evidence.startswith("4 cast kernels (bf16→f32 x4, 40.0µs)")
+
+
+@pytest.mark.parametrize("name", ["resnet18_train_eager.json.gz", "resnet18_train_compiled.json.gz",
+                                  "gpt_train_eager.json.gz"])
+def test_gemm_below_peak_reads_the_same_figures_from_its_own_arrays_as_from_a_traffic_table(name):
+    """The summary's advice gives the rule no table (it computes ``traffic_arrays`` of the GEMM ops alone); the
+    browser gives it ``compute_traffic``'s of every op. The table of the GEMM ops gives the same FLOPs, dtypes
+    and GEMM bases, row for row; the whole table the same figures for the GEMMs; all three the same finding."""
+    import numpy as np
+
+    from kerneltui.analysis.advice_gemm import (
+        _flops_known,
+        _gemm_figures,
+        gemm_below_peak,
+    )
+    from kerneltui.analysis.traffic import compute_traffic
+
+    t = load_trace(str(TRACES / name), cache=False)
+    flops, dtype, gemm = _gemm_figures(t, None)
+    assert gemm.sum() > 10 and np.isfinite(flops[gemm]).sum() > 10  # GEMMs with FLOPs are compared
+    same_ops = _gemm_figures(t, compute_traffic(t, ops=_flops_known))
+    assert np.array_equal(flops, same_ops[0], equal_nan=True)
+    assert dtype.tolist() == same_ops[1].tolist()
+    assert np.array_equal(gemm, same_ops[2])
+    every_op = _gemm_figures(t, compute_traffic(t))
+    assert np.array_equal(gemm, every_op[2])
+    assert np.array_equal(flops[gemm], every_op[0][gemm], equal_nan=True)
+    assert dtype[gemm].tolist() == every_op[1][gemm].tolist()
+    found = gemm_below_peak(t)
+    for traffic in (compute_traffic(t, ops=_flops_known), compute_traffic(t)):
+        again = gemm_below_peak(t, traffic)
+        assert (again and again.to_dict()) == (found and found.to_dict())

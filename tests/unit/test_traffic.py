@@ -514,3 +514,28 @@ def test_kernels_of_absurd_length_share_their_ops_bytes_by_a_compensated_sum(tmp
          kernels=[("k_long", 9007199254740.992), ("k_a", 0.001), ("k_b", 0.001)])
     table = compute_traffic(load_trace(b.write(tmp_path / "t.json"))).table
     assert table["bytes"].tolist() == [11999.999999999998, 1.3322676295501876e-12, 1.3322676295501876e-12]
+
+
+def test_each_event_is_named_for_how_its_figure_was_had(tmp_path):
+    """The basis of every row, in one made trace: an eager op's kernel, a memset, a memcpy (its copy kind),
+    CUDA-graph replays (no op, no figure); the same trace without record_shapes says so for its kernels."""
+    b = TraceBuilder()
+    with b.step():
+        b.op("aten::add", [[1024], [1024], []], ["float", "float", "Scalar"], kernels=[("add_kernel", 2.0)])
+        b.op("aten::zero_", [[1024]], ["float"], kernels=[("Memset (Device)", 1.0)])
+        b.op("aten::copy_", [[1024], [1024], []], ["float", "float", "Scalar"],
+             kernels=[("Memcpy HtoD (Pageable -> Device)", 3.0)])
+        b.graph_replay([("triton_poi_fused_add_0", 3.0), ("nvjet_sm90_tst_bias_TNT", 30.0)])
+    for event in b.events:
+        if event["name"].startswith("Memcpy"):
+            event["cat"], event["args"]["bytes"] = "gpu_memcpy", 4096
+    expected = {"add_kernel": "eager", "Memset (Device)": "memset", "Memcpy HtoD (Pageable -> Device)": "copy-h2d",
+                "triton_poi_fused_add_0": "cuda-graph", "nvjet_sm90_tst_bias_TNT": "cuda-graph"}
+    for shapes in (1, 0):
+        t = load_trace(b.write(tmp_path / f"kinds{shapes}.json", record_shapes=shapes), cache=False)
+        table = compute_traffic(t).table
+        assert dict(zip(t.gpu["full_name"].astype(str), table["basis"].astype(str))) == (
+            expected if shapes else {**expected, "add_kernel": "no-shapes"})
+        assert dict(zip(t.gpu["full_name"].astype(str), table["copy_kind"].astype(str))) == {
+            name: "H2D pageable" if name.startswith("Memcpy") else "" for name in expected}
+        assert table["bytes"].tolist()[2] == 4096  # the copy's own size, crossing the host link once

@@ -39,9 +39,21 @@ Shapes are parsed once per distinct (op name, record_shapes text) among the ops
 that launched GPU work; everything per event is vectorised.
 """
 
-from kerneltui.analysis.traffic.events import Traffic, compute_traffic, copy_kind
-from kerneltui.analysis.traffic.ops import BASIS, FLOP_BASES, OFF_HBM_BASES, OpTraffic, op_traffic
+from kerneltui.analysis.traffic.events import (
+           Traffic,
+           TrafficArrays,
+           compute_traffic,
+           copy_kind,
+           traffic_arrays,
+)
+from kerneltui.analysis.traffic.ops import (
+           BASIS,
+           FLOP_BASES,
+           OFF_HBM_BASES,
+           OpTraffic,
+           op_traffic,
+)
 from kerneltui.analysis.traffic.records import ITEMSIZE, short_op
 
-__all__ = ["BASIS", "FLOP_BASES", "ITEMSIZE", "OFF_HBM_BASES", "OpTraffic", "Traffic", "compute_traffic", "copy_kind",
-           "op_traffic", "short_op"]
+__all__ = ["BASIS", "FLOP_BASES", "ITEMSIZE", "OFF_HBM_BASES", "OpTraffic", "Traffic", "TrafficArrays", "compute_traffic",
+           "copy_kind", "op_traffic", "short_op", "traffic_arrays"]

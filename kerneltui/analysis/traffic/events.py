@@ -226,6 +226,19 @@ def _parameter_bytes(trace: Trace) -> dict[int, tuple[int, str]]:
     return {k: (v[0], v[1]) for k, v in out.items()}
 
 
+@dataclass(frozen=True)
+class TrafficArrays:
+    """``compute_traffic``'s figures per GPU event (aligned with ``trace.gpu`` rows) before they are a table:
+    what a rule that reads a few of them needs (advice_gemm), without the table's text columns and rates."""
+
+    moved: np.ndarray  # bytes, NaN unknown (the table's "bytes")
+    flops: np.ndarray
+    largest: np.ndarray
+    basis_code: np.ndarray  # int8 index into BASIS, -1 none (the table's categorical "basis")
+    dtype: np.ndarray  # object: str, "" unknown
+    copy_kind: np.ndarray  # object: str, "" for all but memcpys
+
+
 def compute_traffic(trace: Trace, device_name: str | None = None,
                     ops: Callable[[str], bool] | None = None) -> Traffic:
     """Bytes, FLOPs and achieved bandwidth for every GPU event of a trace.
@@ -236,6 +249,18 @@ def compute_traffic(trace: Trace, device_name: str | None = None,
     """
     g = trace.gpu
     spec = device_spec(device_name or trace.meta.device_name)
+    a = traffic_arrays(trace, ops)
+    out = pd.DataFrame({"dur": g["dur"].to_numpy(), "bytes": a.moved, "flops": a.flops, "largest": a.largest,
+                        "basis": pd.Categorical.from_codes(a.basis_code, categories=BASIS)}, index=g.index)
+    out["dtype"] = a.dtype
+    out["copy_kind"] = a.copy_kind
+    _rates(out, spec, a.basis_code, a.dtype)
+    return Traffic(out[TRAFFIC_COLUMNS], spec)
+
+
+def traffic_arrays(trace: Trace, ops: Callable[[str], bool] | None = None) -> TrafficArrays:
+    """``compute_traffic``'s figures as arrays (``ops`` as there): the bytes, FLOPs and basis of each event."""
+    g = trace.gpu
     kind = g["kind"].to_numpy()
     dur = g["dur"].to_numpy().astype(np.float64)
     op_row = g["op_row"].to_numpy()
@@ -247,7 +272,7 @@ def compute_traffic(trace: Trace, device_name: str | None = None,
 
     n = len(g)
     moved, flops, largest = np.full(n, np.nan), np.full(n, np.nan), np.full(n, np.nan)
-    basis = texts(n, "no-op")
+    basis_code = np.full(n, _basis_code("no-op"), np.int8)  # index into BASIS, -1 none of them
     dtype = texts(n)
     if is_kernel.any():
         op_rows = np.unique(op_row[is_kernel])
@@ -264,36 +289,35 @@ def compute_traffic(trace: Trace, device_name: str | None = None,
         moved[is_kernel] = ops["bytes"][at] * weight
         flops[is_kernel] = ops["flops"][at] * weight
         largest[is_kernel] = ops["largest"][at]
-        basis[is_kernel] = ops["basis"][at]
+        # (each op's basis coded once, not each kernel's text: a factorize of every row was 12 ms at 1 GB)
+        distinct, per_op = pd.factorize(ops["basis"], use_na_sentinel=False)[::-1]
+        basis_code[is_kernel] = np.array([_basis_code(b) for b in distinct], np.int8)[per_op][at]
         dtype[is_kernel] = ops["dtype"][at]
     copies = (kind == Kind.MEMCPY) | (kind == Kind.MEMSET)
     copy_bytes = g["bytes"].to_numpy().astype(np.float64)
     known_copy = copies & (copy_bytes >= 0)
     moved[known_copy] = copy_bytes[known_copy]
     largest[known_copy] = copy_bytes[known_copy]
-    basis[copies] = "memset"
+    basis_code[copies] = _basis_code("memset")
     labels = texts(n)
     memcpy = np.flatnonzero(kind == Kind.MEMCPY)
     if len(memcpy):
         full = text_values(g["full_name"])[memcpy]
         parsed = {name: copy_kind(name) for name in pd.unique(full)}
         labels[memcpy] = [parsed[n][0] for n in full]
-        basis[memcpy] = [parsed[n][1] for n in full]
+        basis_code[memcpy] = [_basis_code(parsed[n][1]) for n in full]
         factor = np.array([parsed[n][2] for n in full], np.float64)
         known = copy_bytes[memcpy] >= 0
         moved[memcpy[known]] = copy_bytes[memcpy[known]] * factor[known]
-    basis[graph] = "cuda-graph"
+    basis_code[graph] = _basis_code("cuda-graph")
     if not trace.meta.record_shapes:
-        basis[(kind == Kind.KERNEL) & ~graph] = "no-shapes"
-    # the basis by its code in BASIS (-1: none of them), from its few distinct values
-    distinct, per_row = pd.factorize(basis)[::-1]
-    basis_code = np.array([BASIS.index(b) if b in BASIS else -1 for b in distinct], np.int8)[per_row]
-    out = pd.DataFrame({"dur": g["dur"].to_numpy(), "bytes": moved, "flops": flops, "largest": largest,
-                        "basis": pd.Categorical.from_codes(basis_code, categories=BASIS)}, index=g.index)
-    out["dtype"] = dtype
-    out["copy_kind"] = labels
-    _rates(out, spec, basis_code, dtype)
-    return Traffic(out[TRAFFIC_COLUMNS], spec)
+        basis_code[(kind == Kind.KERNEL) & ~graph] = _basis_code("no-shapes")
+    return TrafficArrays(moved, flops, largest, basis_code, dtype, labels)
+
+
+def _basis_code(basis: str) -> int:
+    """A basis's index in BASIS (the table's categories), -1 for one that is none of them."""
+    return BASIS.index(basis) if basis in BASIS else -1
 
 
 def _rates(out: pd.DataFrame, spec: DeviceSpec | None, basis_code: np.ndarray, dtype: np.ndarray) -> None:
