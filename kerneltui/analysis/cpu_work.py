@@ -29,6 +29,7 @@ from kerneltui.analysis.provenance.join import cpu_kernel_rows, of_trace
 from kerneltui.analysis.provenance.records import KernelProvenance, eager_op_name
 from kerneltui.trace.filters import SEARCHED, name_pattern
 from kerneltui.trace.model import Trace
+from kerneltui.trace.one_of import one_of
 from kerneltui.trace.schema import Kind
 from kerneltui.trace.summary import KERNEL_COLUMNS
 
@@ -42,7 +43,7 @@ def is_cpu_capture(trace: Trace) -> bool:
     (A GPU profile that lost its kernels still holds their launch calls: it is no CPU capture.)"""
     kinds = trace.events["kind"].to_numpy()
     return (not len(trace.gpu) and bool((kinds == Kind.CPU_OP).any())
-            and not np.isin(kinds, (Kind.RUNTIME, Kind.DRIVER)).any())
+            and not one_of(kinds, (Kind.RUNTIME, Kind.DRIVER)).any())
 
 
 def cpu_work(trace: Trace) -> pd.DataFrame:

@@ -31,6 +31,7 @@ from kerneltui.analysis.ranks.collectives import kind_of_name
 from kerneltui.trace.intervals import union_runs
 from kerneltui.trace.iterations import STEP_NAME
 from kerneltui.trace.model import Trace
+from kerneltui.trace.one_of import one_of
 from kerneltui.trace.schema import Kind
 
 PARTS = ("kernel", "memcpy", "memset", "comm", "dataloader", "cpu_only", "other")  # in priority order
@@ -130,7 +131,7 @@ def category_intervals(trace: Trace) -> dict[str, tuple[np.ndarray, np.ndarray]]
     out = {p: (ts[m], end[m]) for p, m in parts.items()}
 
     ev_kind = ev["kind"].to_numpy()
-    cpu = np.flatnonzero(np.isin(ev_kind, (Kind.CPU_OP, Kind.ANNOTATION)))
+    cpu = np.flatnonzero(one_of(ev_kind, (Kind.CPU_OP, Kind.ANNOTATION)))
     # one test per distinct name, not per op (a big trace has millions of ops, a few thousand names)
     names = ev["name"].to_numpy()[cpu]
     is_step = trace.by_name(names, lambda n: bool(STEP_NAME.match(n)), bool)
@@ -138,7 +139,7 @@ def category_intervals(trace: Trace) -> dict[str, tuple[np.ndarray, np.ndarray]]
     del names
     lanes = ev["lane"].to_numpy()[cpu]
     step_lanes = np.unique(np.concatenate([lanes[is_step], g["launch_lane"].to_numpy()]))
-    ops = (ev_kind[cpu] == Kind.CPU_OP) & ~is_step & np.isin(lanes, step_lanes)
+    ops = (ev_kind[cpu] == Kind.CPU_OP) & ~is_step & one_of(lanes, step_lanes)
     del lanes, is_step
     # each part's rows first, then their times: no time column for every CPU event (a million at 1 GB)
     ev_ts, ev_dur = ev["ts"].to_numpy(), ev["dur"].to_numpy()

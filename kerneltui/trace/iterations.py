@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from kerneltui.trace.intervals import containing_span
+from kerneltui.trace.one_of import one_of
 from kerneltui.trace.schema import Kind
 
 if TYPE_CHECKING:
@@ -75,7 +76,7 @@ def _spans(trace: Trace, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def _profiler_steps(trace: Trace) -> Iterations | None:
     ev = trace.events
     # torch 1.8-era Kineto wrote ProfilerStep#N as an op ("Operator"), later ones as an annotation
-    rows = np.flatnonzero(np.isin(ev["kind"].to_numpy(), (Kind.ANNOTATION, Kind.CPU_OP)))
+    rows = np.flatnonzero(one_of(ev["kind"].to_numpy(), (Kind.ANNOTATION, Kind.CPU_OP)))
     numbers = trace.by_name(ev["name"].to_numpy()[rows], _step_number, np.int64)  # a regex per distinct name
     keep = numbers >= 0
     if not keep.any():
@@ -129,7 +130,7 @@ def _repeated_ops(trace: Trace) -> Iterations | None:
     lanes = np.asarray(trace.cpu_lanes(), np.int64)  # each has an op stack: its ops are on it
     if not len(lanes):
         return None
-    launch_lanes = ev["lane"].to_numpy()[np.isin(ev["kind"].to_numpy(), (Kind.RUNTIME, Kind.DRIVER))]
+    launch_lanes = ev["lane"].to_numpy()[one_of(ev["kind"].to_numpy(), (Kind.RUNTIME, Kind.DRIVER))]
     launches = np.bincount(launch_lanes, minlength=int(lanes.max()) + 1)
     lane = int(lanes[np.argmax(launches[lanes])])  # the first of the busiest, as max() would
     top = trace.op_stack(lane).top_level_ops()

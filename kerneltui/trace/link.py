@@ -16,6 +16,7 @@ import pandas as pd
 
 from kerneltui.trace.intervals import Nesting
 from kerneltui.trace.names import short_names
+from kerneltui.trace.one_of import one_of
 from kerneltui.trace.schema import (
     EVENT_COLUMNS,
     GPU_WORK,
@@ -54,7 +55,7 @@ def gpu_table(events: pd.DataFrame, names: list[str], lanes: pd.DataFrame, nesti
     """One row per kernel/memcpy/memset, time-ordered, with launch and op columns; ``kernel_fields`` (the
     loader's side table, schema.KERNEL_FIELDS) become columns where the event table had them."""
     kind = events["kind"].to_numpy()
-    rows = np.flatnonzero(np.isin(kind, GPU_WORK))
+    rows = np.flatnonzero(one_of(kind, GPU_WORK))
     rows = rows[np.argsort(events["ts"].to_numpy()[rows], kind="stable")]
     g = events.iloc[rows].reset_index(drop=True)
     g.insert(0, "row", rows)

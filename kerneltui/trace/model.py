@@ -22,6 +22,7 @@ from kerneltui.trace.intervals import depth_by_group, index_dtype, stable_argsor
 from kerneltui.trace.iterations import Iterations, find_iterations
 from kerneltui.trace.link import OpStack, gpu_table
 from kerneltui.trace.load import RawTrace
+from kerneltui.trace.one_of import one_of
 from kerneltui.trace.schema import Kind, TraceMeta
 
 STACK_KINDS = (Kind.CPU_OP, Kind.ANNOTATION, Kind.RUNTIME, Kind.DRIVER)
@@ -108,7 +109,7 @@ class Trace:
     def _stack_rows(self) -> dict[int, np.ndarray]:
         """Rows of STACK_KINDS events per lane, in row order: one pass, however many threads."""
         ev = self.events
-        rows = np.flatnonzero(np.isin(ev["kind"].to_numpy(), STACK_KINDS))
+        rows = np.flatnonzero(one_of(ev["kind"].to_numpy(), STACK_KINDS))
         lanes = ev["lane"].to_numpy()[rows]
         order = stable_argsort(lanes)
         rows, lanes = rows[order].astype(index_dtype(len(ev))), lanes[order]  # kept by the op stacks: int32
@@ -130,7 +131,7 @@ class Trace:
 
     def cpu_lanes(self) -> list[int]:
         kinds = self.events["kind"].to_numpy()
-        lanes = self.events["lane"].to_numpy()[np.isin(kinds, (Kind.CPU_OP, Kind.ANNOTATION))]
+        lanes = self.events["lane"].to_numpy()[one_of(kinds, (Kind.CPU_OP, Kind.ANNOTATION))]
         return [int(x) for x in np.unique(lanes)]
 
     def top_level_ops(self) -> np.ndarray:

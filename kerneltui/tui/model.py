@@ -47,6 +47,7 @@ from kerneltui.trace.fits import available_memory
 from kerneltui.trace.intervals import index_dtype
 from kerneltui.trace.link import names_per_key
 from kerneltui.trace.model import Trace
+from kerneltui.trace.one_of import one_of
 from kerneltui.trace.schema import Kind
 from kerneltui.trace.summary import TraceSummary, kernel_stats, summarize
 from kerneltui.trace.threads import in_background
@@ -248,9 +249,9 @@ def build_browse(kernels: Kernels, memory: Future | None = None) -> Browse:
     ts = trace.events["ts"].to_numpy()
     noise_rows, counts = {}, {}
     for cid, _, ks in GPU_CATEGORIES:
-        counts[cid] = int(np.isin(kernels.launch_kind, ks).sum())
+        counts[cid] = int(one_of(kernels.launch_kind, ks).sum())
     for cid, _, ks in CPU_CATEGORIES:
-        rows = np.flatnonzero(np.isin(kinds, ks))
+        rows = np.flatnonzero(one_of(kinds, ks))
         noise_rows[cid] = _frozen(rows[np.argsort(ts[rows], kind="stable")].astype(index_dtype(len(kinds))))
         counts[cid] = len(rows)
     for lane in trace.cpu_lanes():

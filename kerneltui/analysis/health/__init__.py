@@ -89,6 +89,7 @@ from kerneltui.analysis.health.gpu_events import (  # noqa: F401 - the limits na
 )
 from kerneltui.analysis.health.launches import launch_causes
 from kerneltui.trace.model import Trace
+from kerneltui.trace.one_of import one_of
 from kerneltui.trace.per_trace import PerTrace
 
 
@@ -120,7 +121,7 @@ def _health(trace: Trace) -> Health:
     span = profiler_span(trace)
     if span is not None:
         mark((ts < span[0]) | (end > span[1]), "outside_window")
-    overlapped, amount = overlaps(g, np.isin(code, (CODE["duplicate"], CODE["bad_duration"])))
+    overlapped, amount = overlaps(g, one_of(code, (CODE["duplicate"], CODE["bad_duration"])))
     pdl = pdl_explained(g, overlapped, amount)
     graph = same_graph_replay(g, overlapped)
     over = (overlapped >= 0) & (code == 0)
@@ -134,7 +135,7 @@ def _health(trace: Trace) -> Health:
     causes += step_causes(trace)
     causes += file_causes(trace)
     lost = launch_rows[launch_cause == "no_kernel"]
-    overlapping = np.isin(code, (CODE["overlap"], CODE["overlap_pdl"], CODE["overlap_graph"]))
+    overlapping = one_of(code, (CODE["overlap"], CODE["overlap_pdl"], CODE["overlap_graph"]))
     return Health(tuple(causes), n, len(launch_rows), code, np.where(overlapping, overlapped, -1),
                   np.where(overlapping, amount, 0), lost, affected_steps(trace, code, lost))
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from kerneltui.trace.model import Trace
+from kerneltui.trace.one_of import one_of
 from kerneltui.trace.schema import GPU_WORK, Kind
 from kerneltui.trace.text_columns import text_values
 
@@ -73,7 +74,7 @@ def plausible_limit(trace: Trace) -> int:
     kinds, ts = ev["kind"].to_numpy(), ev["ts"].to_numpy()
     if not len(ts):
         return 0
-    cpu = ~np.isin(kinds, GPU_WORK)
+    cpu = ~one_of(kinds, GPU_WORK)
     last = max(int((ts[cpu] + ev["dur"].to_numpy()[cpu]).max()) if cpu.any() else 0, int(ts.max()))
     return UNSPANNED_FACTOR * (last - int(ts.min()))
 

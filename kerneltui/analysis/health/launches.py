@@ -8,6 +8,7 @@ import re
 import numpy as np
 
 from kerneltui.trace.model import Trace
+from kerneltui.trace.one_of import one_of
 from kerneltui.trace.schema import Kind
 from kerneltui.trace.text_columns import texts
 
@@ -33,7 +34,7 @@ def launch_causes(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
     ev = trace.events
     kinds, names, corr = ev["kind"].to_numpy(), ev["name"].to_numpy(), ev["correlation"].to_numpy()
     work = _work_call_codes(trace)
-    calls = np.isin(kinds, (Kind.RUNTIME, Kind.DRIVER)) & np.isin(names, list(work))
+    calls = one_of(kinds, (Kind.RUNTIME, Kind.DRIVER)) & np.isin(names, list(work))
     rows = np.flatnonzero(calls)
     cause = texts(len(rows))
     if not len(rows):
