@@ -140,7 +140,11 @@ def _frees(addr: np.ndarray, delta: np.ndarray) -> np.ndarray:
     """For each event (time order): the index of the free that ends it if it is an allocation, else -1.
 
     Per address in time order, an allocation's free is the address's next event when that is a free."""
-    order = np.argsort(addr, kind="stable")  # by address, time order within one
+    # grouped by address, time order within one: the groups in any order, so by each address's code in
+    # order of first use where those fit 16 bits (numpy's radix sort; the caching allocator reuses a few
+    # thousand blocks at most: at 1 GB 163 for 372k events, 25 -> 10 ms), else by the address itself
+    codes = pd.factorize(addr)[0]
+    order = np.argsort(codes.astype(np.uint16) if codes.max(initial=0) < 2**16 else addr, kind="stable")
     a, d = addr[order], delta[order]
     paired = np.zeros(len(addr), bool)
     if len(addr) > 1:

@@ -249,3 +249,26 @@ def test_memory_events_that_cannot_be_read_in_full_are_said_so(tmp_path, monkeyp
     lines = memory_report.as_table("made.json", table).splitlines()
     assert lines[1] == "memory: 6 [memory] events, 0 CUDA devices"
     assert " ".join(lines[2:]) == table.note and max(map(len, lines)) <= 80
+
+
+@pytest.mark.parametrize("distinct", [3, 163, 70_000])  # the last past 16 bits of address codes
+def test_each_allocation_is_paired_with_the_free_that_next_follows_it_at_its_address(distinct):
+    """_frees against a walk of the events in time order, address by address: an allocation's free is its
+    address's next event when that is a free; either way of grouping the addresses gives the same."""
+    import numpy as np
+
+    from kerneltui.analysis.memory import _frees
+
+    rng = np.random.default_rng(distinct)
+    n = 200_000
+    addr = rng.integers(0, distinct, n) * 512 + 0x7F0000000000
+    delta = np.where(rng.random(n) < 0.5, 1024, -1024).astype(np.int64)
+    expected, last = np.full(n, -1, np.int64), {}
+    for i, (a, d) in enumerate(zip(addr.tolist(), delta.tolist())):
+        j = last.get(a)
+        if j is not None and delta[j] > 0 and d < 0:
+            expected[j] = i
+        last[a] = i
+    got = _frees(addr, delta)
+    assert np.array_equal(got, expected)
+    assert (got >= 0).sum() > n // 10
