@@ -153,7 +153,10 @@ def entry_path(key: dict, directory: Path | None = None) -> Path:
 # -- loading --------------------------------------------------------------------
 def start_workers_for(paths: list[str], cache: bool | None = None) -> bool:
     """Call from the main thread before the load's thread or an app starts: fork the decode workers now
-    if a trace among ``paths`` will be read cold and is big enough to want them (trace/pool.py says why)."""
+    if a trace among ``paths`` will be read cold and is big enough to want them (trace/pool.py says why).
+    The program's malloc keeps freed memory from here on where one is large (trace/heap.py), set while
+    this process has one thread."""
+    heap.before_loads(paths)
     sizes = []
     for path in paths:
         if holds(path, cache):
@@ -176,7 +179,6 @@ def load(
     ``write_later``: write a new entry from a background thread, so that the caller (an app
     showing its first screen) need not wait; the process still finishes the write before it exits.
     """
-    heap.before_load(path)  # the program's malloc keeps freed memory from a large load on
     if not enabled(cache) or not regular_file(path):
         return read_trace(path, progress)
     try:

@@ -26,9 +26,9 @@ import os
 # glibc's mallopt parameters, and the largest mmap threshold it takes (HEAP_MAX_SIZE / 2, 64-bit)
 M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
 MMAP_THRESHOLD_MOST = 32 << 20
-NEVER_TRIM = 2**31 - 1  # (an int: mallopt's value is one)
+NEVER_TRIM = -1  # the threshold as glibc's size_t: the largest, so only give_back's malloc_trim trims
 LARGE_FILE = 16 << 20  # bytes (gzip: ~200 MB of JSON): a load this large keeps freed memory (keep_freed_memory)
-_wanted = False  # keep_freed_memory was called, and before_load has not acted on it yet
+_wanted = False  # keep_freed_memory was called, and before_loads has not acted on it yet
 LARGE = 250_000  # events (~100 MB of JSON): below it, the memory held back is not worth the calls
 _trim = None
 
@@ -54,25 +54,28 @@ def give_back(events: int) -> None:
 def keep_freed_memory() -> None:
     """The kerneltui program's wish (cli.main), not a program's that imports kerneltui, nor capture's
     workload's: malloc keeps freed memory for what comes next, from the first large load on
-    (``before_load``). A cold 1 GB summary: 105K page faults -> 84K, 2.99 -> 2.87 CPU-s (ten runs each,
+    (``before_loads``). A cold 1 GB summary: 105K page faults -> 84K, 2.99 -> 2.87 CPU-s (ten runs each,
     alternating). Nothing is done here: a small trace's run does not import ctypes for it."""
     global _wanted
     _wanted = True
 
 
-def before_load(path: str | os.PathLike) -> None:
-    """Where the program asked (``keep_freed_memory``) and ``path`` is a large file, have malloc keep
-    freed memory from now on (once)."""
+def before_loads(paths) -> None:
+    """Where the program asked (``keep_freed_memory``) and one of ``paths`` is a large file, have malloc
+    keep freed memory from now on (once). From the main thread before the loads start (trace/cache.py's
+    ``start_workers_for``): glibc's mallopt is not safe beside other threads' allocations."""
     global _wanted
     if not _wanted:
         return
-    try:
-        large = os.stat(path).st_size >= LARGE_FILE
-    except OSError:
-        return  # the load words the error
-    if large:
-        _wanted = False
-        keep_in_heap()
+    for path in paths:
+        try:
+            large = os.stat(path).st_size >= LARGE_FILE
+        except OSError:
+            continue  # the load words the error
+        if large:
+            _wanted = False
+            keep_in_heap()
+            return
 
 
 def keep_in_heap() -> bool:

@@ -18,3 +18,10 @@ def test_one_of_is_isin(wanted, dtype):
     assert got.dtype == bool and got.shape == values.shape
     assert np.array_equal(got, np.isin(values, list(wanted)))
     assert one_of(values[:0], wanted).shape == (0,)
+
+
+def test_one_of_takes_what_isin_takes_for_a_list_of_values_a_set_or_a_table_of_wanted_ones():
+    values = [0, 3, 4, 7, -1]
+    assert one_of(values, (3, 4)).tolist() == [False, True, True, False, False]  # a list of values
+    assert one_of(np.array(values), {7, -1}).tolist() == [False, False, False, True, True]
+    assert one_of(np.array(values), np.array([[3], [7]])).tolist() == np.isin(values, [[3], [7]]).tolist()
