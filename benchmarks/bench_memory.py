@@ -32,8 +32,10 @@ import sys
 from kerneltui.trace import heap
 from kerneltui.trace.model import load_trace
 from kerneltui.tui.model import build_analyses, build_browse, build_kernels, early_memory_table
+from kerneltui.trace.cache import start_workers_for
 if sys.argv[2:] != ["--malloc-defaults"]:
     heap.keep_freed_memory()  # as the kerneltui program does (cli.main)
+start_workers_for([sys.argv[1]])  # as `open` does before its load: malloc's settings (trace/heap.py), workers if any
 trace = load_trace(sys.argv[1])
 print("loaded", flush=True)
 memory = early_memory_table(trace)  # as tui/app.py's post_stages: beside the kernel table
