@@ -30,9 +30,9 @@ from bench_load import DEFAULT_SOURCE, ensure  # noqa: E402
 CHILD = """
 import sys
 from kerneltui.trace import heap
+from kerneltui.trace.cache import start_workers_for
 from kerneltui.trace.model import load_trace
 from kerneltui.tui.model import build_analyses, build_browse, build_kernels, early_memory_table
-from kerneltui.trace.cache import start_workers_for
 if sys.argv[2:] != ["--malloc-defaults"]:
     heap.keep_freed_memory()  # as the kerneltui program does (cli.main)
 start_workers_for([sys.argv[1]])  # as `open` does before its load: malloc's settings (trace/heap.py), workers if any
@@ -72,7 +72,8 @@ def main() -> None:
     size = path.stat().st_size
     env = {**os.environ, "KERNELTUI_CACHE": "0", "KERNELTUI_MEMORY_CHECK": "0"}
     t0 = time.perf_counter()
-    child = subprocess.Popen([sys.executable, "-c", CHILD, str(path), *(["--malloc-defaults"] if args.malloc_defaults else [])], stdout=subprocess.PIPE, text=True, env=env)
+    malloc = ["--malloc-defaults"] if args.malloc_defaults else []
+    child = subprocess.Popen([sys.executable, "-c", CHILD, str(path), *malloc], stdout=subprocess.PIPE, text=True, env=env)
     os.set_blocking(child.stdout.fileno(), False)
     stage, peaks = "load", {}
     while child.poll() is None:

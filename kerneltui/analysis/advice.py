@@ -33,6 +33,7 @@ from kerneltui.analysis.overview import Overview, step_spans
 from kerneltui.analysis.ranks.collectives import kind_of_name
 from kerneltui.analysis.traffic.events import Traffic, copy_kind
 from kerneltui.trace.model import Trace
+from kerneltui.trace.one_of import one_of
 from kerneltui.trace.schema import Kind
 from kerneltui.units import fmt_ns, fmt_share
 
@@ -191,7 +192,7 @@ def _syncs(trace: Trace) -> Finding | None:
     wanted = codes[np.fromiter((n in SYNC_NAMES for n in names.tolist()), bool, len(names))]
     if not len(wanted):
         return None
-    rows = np.flatnonzero(np.isin(ev["name"].to_numpy(), wanted))
+    rows = np.flatnonzero(one_of(ev["name"].to_numpy(), wanted))
     ts = ev["ts"].to_numpy()[rows].astype(np.int64)
     inside = rows[_in_steps(trace, ts)]
     if not len(inside):

@@ -20,6 +20,7 @@ from kerneltui.analysis.traffic import BASIS, Traffic, short_op, traffic_arrays
 from kerneltui.analysis.traffic.compute_rules import CONV_ARGS, GEMM_OPS
 from kerneltui.trace.devices import device_spec
 from kerneltui.trace.model import Trace
+from kerneltui.trace.one_of import one_of
 from kerneltui.trace.schema import Kind
 from kerneltui.trace.text_columns import text_in, text_values
 from kerneltui.units import fmt_ns, fmt_share
@@ -114,7 +115,7 @@ def _gemm_figures(trace: Trace, traffic: Traffic | None) -> tuple[np.ndarray, np
         t = traffic.table
         return t["flops"].to_numpy(np.float64), text_values(t["dtype"]), text_in(t["basis"], GEMM_BASES)
     a = traffic_arrays(trace, ops=_flops_known)
-    return a.flops, a.dtype, np.isin(a.basis_code, [BASIS.index(b) for b in GEMM_BASES])
+    return a.flops, a.dtype, one_of(a.basis_code, [BASIS.index(b) for b in GEMM_BASES])
 
 
 def _finding(trace: Trace, g: pd.DataFrame, below: pd.DataFrame, rows: np.ndarray, dur: np.ndarray,

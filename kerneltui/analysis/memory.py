@@ -25,6 +25,7 @@ import pandas as pd
 
 from kerneltui.trace.frames import innermost_frames, sources
 from kerneltui.trace.intervals import innermost, split_by
+from kerneltui.trace.one_of import one_of
 from kerneltui.trace.schema import Kind
 from kerneltui.trace.text_columns import texts
 
@@ -105,7 +106,7 @@ def memory_events(trace) -> MemoryEvents | None:
         read = int((trace.names_of(names[fits]) == MEMORY_NAME).sum())
         raise MemoryUnreadable(f"{loaded:,} [memory] events loaded, {read:,} read with their totals, "
                                "and they do not line up")
-    which = np.flatnonzero(np.isin(names[rows], _codes_named(trace, MEMORY_NAME)))  # codes: no string a row
+    which = np.flatnonzero(one_of(names[rows], _codes_named(trace, MEMORY_NAME)))  # codes: no string a row
     if not len(which):
         return None
     which = which[np.argsort(ev["ts"].to_numpy()[rows[which]], kind="stable")]  # time order; file order among ties

@@ -38,6 +38,7 @@ import numpy as np
 
 from kerneltui.analysis.provenance.join import of_trace, region_key
 from kerneltui.trace.intervals import summable
+from kerneltui.trace.one_of import one_of
 from kerneltui.trace.schema import Kind
 from kerneltui.trace.text_columns import texts
 
@@ -156,8 +157,7 @@ def named_rows(trace: Trace, kind: Kind, test) -> np.ndarray:
         return np.empty(0, np.int64)
     ev = trace.events
     codes = ev["name"].to_numpy()
-    named = codes == wanted[0] if len(wanted) == 1 else np.isin(codes, wanted)
-    return np.flatnonzero(named & (ev["kind"].to_numpy() == kind))
+    return np.flatnonzero(one_of(codes, wanted) & (ev["kind"].to_numpy() == kind))
 
 
 def launched_inside(trace: Trace, marker_rows: np.ndarray, lanes: np.ndarray, t: np.ndarray) -> np.ndarray:

@@ -34,7 +34,7 @@ def launch_causes(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
     ev = trace.events
     kinds, names, corr = ev["kind"].to_numpy(), ev["name"].to_numpy(), ev["correlation"].to_numpy()
     work = _work_call_codes(trace)
-    calls = one_of(kinds, (Kind.RUNTIME, Kind.DRIVER)) & np.isin(names, list(work))
+    calls = one_of(kinds, (Kind.RUNTIME, Kind.DRIVER)) & one_of(names, list(work))
     rows = np.flatnonzero(calls)
     cause = texts(len(rows))
     if not len(rows):
@@ -43,7 +43,7 @@ def launch_causes(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
     if not lost.any():
         return rows, cause
     copy_codes = [c for c, w in work.items() if w == "copy"]
-    is_copy = np.isin(names[rows], copy_codes)
+    is_copy = one_of(names[rows], copy_codes)
     captured = _inside_capture(trace, rows)
     ranged = bool((kinds == Kind.PROFILER_RANGE).any())
     cause[lost & captured] = "captured_launch"
@@ -77,7 +77,7 @@ def _inside_capture(trace: Trace, rows: np.ndarray) -> np.ndarray:
         return out
     names, lanes, ts = ev["name"].to_numpy(), ev["lane"].to_numpy(), ev["ts"].to_numpy()
     ends = ts + ev["dur"].to_numpy()
-    b, f = np.flatnonzero(np.isin(names, begin)), np.flatnonzero(np.isin(names, finish))
+    b, f = np.flatnonzero(one_of(names, begin)), np.flatnonzero(one_of(names, finish))
     for lane in np.unique(lanes[b]).tolist():
         starts = np.sort(ts[b][lanes[b] == lane])
         stops = np.sort(ends[f][lanes[f] == lane])

@@ -15,6 +15,7 @@ from kerneltui.analysis.traffic.ops import BASIS, FLOP_BASES, OFF_HBM_BASES, op_
 from kerneltui.analysis.traffic.records import ITEMSIZE, short_op
 from kerneltui.trace.devices import DeviceSpec, device_spec
 from kerneltui.trace.model import parse_shapes
+from kerneltui.trace.one_of import one_of
 from kerneltui.trace.schema import Kind
 from kerneltui.trace.shape_texts import text_classes
 from kerneltui.trace.text_columns import text_values, texts
@@ -203,7 +204,7 @@ def _parameter_bytes(trace: Trace) -> dict[int, tuple[int, str]]:
     codes = [i for i, n in enumerate(trace.names) if n == ACCUMULATE_GRAD]
     if not codes:
         return {}
-    rows = np.flatnonzero(np.isin(ev["name"].to_numpy(), codes) & (ev["kind"].to_numpy() == Kind.CPU_OP))
+    rows = np.flatnonzero(one_of(ev["name"].to_numpy(), codes) & (ev["kind"].to_numpy() == Kind.CPU_OP))
     step = trace.iterations.assign(ev["ts"].to_numpy()[rows])
     # each distinct record sized once (every step repeats the same records), and only where a step holds
     # it (a record outside the steps is never read, as before)
