@@ -3,7 +3,7 @@
 For each trace, in a fresh tmux pane each time, measures seconds from starting the command to the
 kernel table on screen (its header row), seen in what the pane writes (tmux pipe-pane into a file,
 read every 5 ms: a poll of capture-pane every 20 ms spawned a process that took ~2 ms of CPU each time,
-a sixth of a core beside a load that needs both, and put 0.14 s on a cold 1 GB open):
+a sixth of a core beside a load that needs both, and put about 0.12 s on a cold 1 GB open):
   - cold:  the column cache off (KERNELTUI_CACHE=0), the trace decoded afresh;
   - first: the cache on and empty (cold; the app writes the entry in the background);
   - warm:  again, served from the cache.
@@ -42,26 +42,32 @@ def written(directory: Path, suffix: str = SUFFIX) -> bool:
 
 
 def pane(name: str) -> str:
-    """What tmux session ``name`` shows now."""
-    return subprocess.run(["tmux", "capture-pane", "-p", "-t", name], capture_output=True, text=True, check=False).stdout
+    """What the tmux session ``name``, on its own server (``tmux -L name``), shows now."""
+    return subprocess.run(["tmux", "-L", name, "capture-pane", "-p", "-t", name], capture_output=True, text=True,
+                          check=False).stdout
 
 
 class PaneStream:
     """What a tmux pane writes, as it writes it (``tmux pipe-pane`` appends it to a file): a text is
     on screen once the app has written it. Reading the file costs microseconds a poll."""
 
+    KEPT = 64  # bytes kept from one read to the next, for a text split across them: longer than any looked for
+
     def __init__(self, file):
         self.file = file
-        self.tail = b""  # the last bytes read, for a text that straddles two reads
+        self.tail = b""
 
     def shows(self, text: str) -> bool:
-        """Whether ``text`` was written since the last call that found it (or the start)."""
+        """Whether ``text`` was written since the last call: an occurrence that ends in what was read
+        before was looked at then (found or not), not again."""
+        wanted = text.encode()
+        assert 0 < len(wanted) <= self.KEPT + 1
         chunk = self.file.read()
         if not chunk:
             return False
-        wanted = text.encode()
-        found = wanted in self.tail + chunk
-        self.tail = (self.tail + chunk)[-len(wanted):]
+        seen = self.tail + chunk
+        found = seen.find(wanted, max(0, len(self.tail) - len(wanted) + 1)) >= 0
+        self.tail = seen[-self.KEPT :]
         return found
 
 
@@ -73,34 +79,38 @@ def first_screen(path: Path, env: dict[str, str], timeout: float = 120, entry_in
     pressed as soon as the table is up, and the seconds to the help screen (the app answering keys:
     a kept first screen is up before the app is) are appended to it. With ``everything``, the seconds
     until the timeline is drawn (the second stage: timeline, launch list, search) are appended to it; with
-    ``analysed``, the seconds until the header shows the GPU's busy time (the third stage, the analyses)."""
-    subprocess.run(["tmux", "start-server", ";", "set-option", "-g", "exit-empty", "off"], check=True)
+    ``analysed``, the seconds until the header shows the GPU's busy time (the third stage, the analyses).
+
+    Each run has a tmux server of its own (``-L``), killed at the end: the default server, shared,
+    is left as it was."""
     name = f"kerneltui-bench-{uuid.uuid4().hex[:8]}"
+    tmux = ["tmux", "-L", name]
     assignments = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
     # the pane's shell waits for a line: its output is piped to the file before the command starts
     command = (f"unset COLUMNS LINES; read _; cd {shlex.quote(str(ROOT))} && {assignments} "
                f"{shlex.quote(sys.executable)} -m kerneltui open {shlex.quote(str(path))}; sleep 30")
-    subprocess.run(["tmux", "new-session", "-d", "-s", name, "-x", "120", "-y", "40", command], check=True)
-    start = 0.0
-
-    def seconds_until(done, what: str, poll: float = 0.02) -> float:
-        while not done():
-            if time.perf_counter() - start > timeout:
-                raise SystemExit(f"{path.name}: no {what} within {timeout:.0f} s")
-            time.sleep(poll)
-        return time.perf_counter() - start
-
     # what the pane writes, appended to a file and read as it comes
     with tempfile.NamedTemporaryFile(prefix="kerneltui-pane-") as written_out, open(written_out.name, "rb") as piped:
         stream = PaneStream(piped)
         try:
-            subprocess.run(["tmux", "pipe-pane", "-O", "-t", name, f"cat >> {shlex.quote(written_out.name)}"],
+            subprocess.run([*tmux, "new-session", "-d", "-s", name, "-x", "120", "-y", "40", command], check=True)
+            subprocess.run([*tmux, "pipe-pane", "-O", "-t", name, f"cat >> {shlex.quote(written_out.name)}"],
                            check=True)
             start = time.perf_counter()
-            subprocess.run(["tmux", "send-keys", "-t", name, "Enter"], check=True)  # the command starts
+            subprocess.run([*tmux, "send-keys", "-t", name, "Enter"], check=True)  # the command starts
+
+            def seconds_until(done, what: str, poll: float = 0.02) -> float:
+                while not done():
+                    if time.perf_counter() - start > timeout:
+                        raise SystemExit(f"{path.name}: no {what} within {timeout:.0f} s")
+                    time.sleep(poll)
+                return time.perf_counter() - start
+
             seconds = seconds_until(lambda: stream.shows(READY), "first screen", poll=0.005)
+            if READY not in pane(name):  # (after the clock: the written text is the one on screen)
+                raise SystemExit(f"{path.name}: {READY!r} written but not on screen:\n{pane(name)}")
             if live is not None:
-                subprocess.run(["tmux", "send-keys", "-t", name, "?"], check=True)
+                subprocess.run([*tmux, "send-keys", "-t", name, "?"], check=True)
                 live.append(seconds_until(lambda: stream.shows(HELP), "answer to a key", poll=0.005))
             if everything is not None:
                 everything.append(seconds_until(lambda: WAITING not in pane(name), "timeline"))
@@ -112,7 +122,7 @@ def first_screen(path: Path, env: dict[str, str], timeout: float = 120, entry_in
                 time.sleep(0.05)
             return seconds
         finally:
-            subprocess.run(["tmux", "kill-session", "-t", name], capture_output=True, check=False)
+            subprocess.run([*tmux, "kill-server"], capture_output=True, check=False)
 
 
 def main() -> None:
