@@ -305,8 +305,9 @@ def traffic_arrays(trace: Trace, ops: Callable[[str], bool] | None = None) -> Tr
     if len(memcpy):
         full = text_values(g["full_name"])[memcpy]
         parsed = {name: copy_kind(name) for name in pd.unique(full)}
+        coded = {name: _basis_code(basis) for name, (_, basis, _) in parsed.items()}  # once a name, as the ops'
         labels[memcpy] = [parsed[n][0] for n in full]
-        basis_code[memcpy] = [_basis_code(parsed[n][1]) for n in full]
+        basis_code[memcpy] = [coded[n] for n in full]
         factor = np.array([parsed[n][2] for n in full], np.float64)
         known = copy_bytes[memcpy] >= 0
         moved[memcpy[known]] = copy_bytes[memcpy[known]] * factor[known]
